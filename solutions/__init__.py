@@ -2,6 +2,6 @@
 
 Instructors keep this package; `kvsched release` leaves it out of the student bundle.
 """
-from solutions.scheduler import CacheEntry, KVCacheSchedulerSim
+from solutions.scheduler import CacheEntry, KVCacheSchedulerSim  # CacheEntry is given code, re-exported
 
 __all__ = ["CacheEntry", "KVCacheSchedulerSim"]

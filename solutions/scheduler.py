@@ -1,5 +1,7 @@
 """Reference KVCacheSchedulerSim: the seed chapter's scheduler, TODOs 1-5 answered.
 
+State and `schedule` are the chapter's given code, kept in `kvsched_lab.scheduler`.
+
 Behaviour is the chapter's exactly (same log, same snapshot, same heap records); the only
 additions are input checks that reject bad calls before any state changes. Each TODO stays
 inside the method the chapter puts it in, so a grader can swap one learner method in.
@@ -7,38 +9,13 @@ inside the method the chapter puts it in, so a grader can swap one learner metho
 from __future__ import annotations
 
 import heapq
-from dataclasses import dataclass, field
-from typing import Dict, Hashable, List, Tuple
+from typing import Hashable, List, Tuple
+
+from kvsched_lab.scheduler import CacheEntry, SchedulerSkeleton, require_positive_int
 
 
-@dataclass(order=True)
-class CacheEntry:
-    priority: float
-    last_used: int
-    prefix: Hashable = field(compare=False)
-    hits: int = field(default=0, compare=False)
-    bytes: int = field(default=0, compare=False)
-
-
-def _require_positive_int(name: str, value: object) -> int:
-    # bool is an int subclass; True bytes would silently mean 1 byte.
-    if isinstance(value, bool) or not isinstance(value, int):
-        raise TypeError(f"{name} must be an int, got {type(value).__name__} {value!r}")
-    if value <= 0:
-        raise ValueError(f"{name} must be > 0, got {value}")
-    return value
-
-
-class KVCacheSchedulerSim:
+class KVCacheSchedulerSim(SchedulerSkeleton):
     """Minimal KV cache scheduler: score entries, keep a lazy min-heap, evict to fit."""
-
-    def __init__(self, capacity_bytes: int = 1024):
-        self.capacity_bytes = _require_positive_int("capacity_bytes", capacity_bytes)
-        self.current_bytes = 0
-        self.time = 0
-        self.entries: Dict[Hashable, CacheEntry] = {}
-        self.queue: List[Tuple[float, int, Hashable]] = []
-        self.log: List[str] = []
 
     def _score(self, hits: int, size: int, last_used: int) -> float:
         recency = 1.0 / (1.0 + max(self.time - last_used, 0))
@@ -77,7 +54,7 @@ class KVCacheSchedulerSim:
 
     def touch(self, prefix: Hashable, bytes_: int) -> None:
         hash(prefix)  # TypeError for an unhashable prefix, before anything changes
-        _require_positive_int("bytes_", bytes_)
+        require_positive_int("bytes_", bytes_)
         if bytes_ > self.capacity_bytes:
             raise ValueError(
                 f"single cache entry exceeds capacity: {bytes_} bytes > capacity_bytes={self.capacity_bytes}"
@@ -99,11 +76,6 @@ class KVCacheSchedulerSim:
         self.current_bytes += bytes_
         self._refresh_queue(prefix)
         self.log.append(f"add:{prefix}")
-
-    def schedule(self, requests: List[Tuple[Hashable, int]]) -> List[str]:
-        for prefix, bytes_ in requests:
-            self.touch(prefix, bytes_)
-        return list(self.log)
 
     def snapshot(self) -> List[Tuple[Hashable, int, float, int]]:
         # TODO 5 (snapshot): highest priority first; ties by older last_used, then prefix.

@@ -1,0 +1,92 @@
+"""The `kvsched` command line: doctor, replay."""
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from typing import List, Optional
+
+
+def _cmd_doctor(args: argparse.Namespace) -> int:
+    from kvsched_lab.doctor import diagnose, report
+
+    rows = diagnose()
+    print(report(rows))
+    return 0 if all(ok for name, ok, _ in rows if name != "reference solutions") else 1
+
+
+def _load_requests(args: argparse.Namespace):
+    from kvsched_lab.traces import load_named_trace, sort_by_arrival
+
+    spec = args.trace if "/" in args.trace or args.trace.endswith(".jsonl") or args.trace == "synthetic" \
+        or args.trace.startswith("mooncake:") else f"mooncake:{args.trace}"
+    requests = sort_by_arrival(load_named_trace(spec, seed=args.seed))
+    if args.max_requests is not None:
+        requests = requests[: args.max_requests]
+    return requests
+
+
+def _cmd_replay(args: argparse.Namespace) -> int:
+    requests = _load_requests(args)
+    if args.real_kv:
+        from kvsched_lab.policies import make_policy
+        from kvsched_lab.real_kv import real_kv_replay
+
+        out = real_kv_replay(
+            requests,
+            lambda capacity_bytes, future: make_policy(args.policy, capacity_bytes, future=future),
+            capacity_blocks=args.capacity_blocks,
+            tokens_per_block=args.tokens_per_block,
+            device=args.device,
+        )
+        out = {"policy": args.policy, "capacity_blocks": args.capacity_blocks, "trace": args.trace, **out}
+    else:
+        from kvsched_lab.replay import replay
+
+        result = replay(requests, args.policy, args.capacity_blocks, progress=not args.quiet)
+        out = {"trace": args.trace, **result.to_dict()}
+    if args.json:
+        print(json.dumps(out))
+    else:
+        width = max(len(k) for k in out)
+        for k, v in out.items():
+            if v is None:
+                continue
+            shown = f"{v:.4%}" if k.endswith("_rate") else (f"{v:.3f}" if isinstance(v, float) else v)
+            print(f"{k:<{width}}  {shown}")
+    return 0
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="kvsched", description="KV-cache scheduling lab.")
+    sub = parser.add_subparsers(dest="command", required=True)
+
+    doctor = sub.add_parser("doctor", help="check Python, torch, GPU, Jupyter and widgets")
+    doctor.set_defaults(func=_cmd_doctor)
+
+    rp = sub.add_parser("replay", help="replay a trace through a policy (REFERENCE.md section 3)")
+    rp.add_argument("--trace", default="conversation",
+                    help="a JSONL path, 'synthetic' (generated offline), or a Mooncake trace name: "
+                         "'conversation' or 'mooncake:synthetic' (found on disk or downloaded)")
+    rp.add_argument("--policy", default="lru", help="library policy name (see --help of kvsched bench)")
+    rp.add_argument("--capacity-blocks", type=int, required=True, help="cache capacity in blocks")
+    rp.add_argument("--json", action="store_true", help="print one JSON object")
+    rp.add_argument("--quiet", action="store_true", help="no progress bar")
+    rp.add_argument("--seed", type=int, default=0, help="seed of the generated 'synthetic' trace")
+    rp.add_argument("--max-requests", type=int, default=None, help="replay only the first N requests")
+    rp.add_argument("--real-kv", action="store_true",
+                    help="run the replay through the engine: real KV blocks and the tiny model")
+    rp.add_argument("--tokens-per-block", type=int, default=16, help="with --real-kv: tokens in one block")
+    rp.add_argument("--device", default=None, help="with --real-kv: cpu, cuda, cuda:1 (default: GPU if any)")
+    rp.set_defaults(func=_cmd_replay)
+    return parser
+
+
+def main(argv: Optional[List[str]] = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    try:
+        return args.func(args)
+    except (ValueError, FileNotFoundError, TypeError) as e:
+        print(f"kvsched {args.command}: error: {e}", file=sys.stderr)
+        return 2

@@ -1,0 +1,51 @@
+"""The setup files agree with each other, and the CLI's doctor runs."""
+import re
+import sys
+from pathlib import Path
+
+if sys.version_info >= (3, 11):
+    import tomllib
+else:  # pragma: no cover - Python 3.10
+    import tomli as tomllib
+
+from kvsched_lab.cli import main
+
+ROOT = Path(__file__).resolve().parents[1]
+# conda names that differ from PyPI names
+CONDA_NAMES = {"pytorch": "torch"}
+
+
+def _name_spec(req: str):
+    m = re.match(r"\s*([A-Za-z0-9_.\-]+)\s*(.*)", req)
+    return m.group(1).lower(), m.group(2).replace(" ", "")
+
+
+def test_environment_yml_matches_pyproject():
+    project = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
+    wanted = {}
+    for req in project["dependencies"] + [r for extra in project["optional-dependencies"].values() for r in extra]:
+        name, spec = _name_spec(req)
+        wanted[name] = spec
+    conda = {}
+    text = (ROOT / "environment.yml").read_text()
+    deps = text.split("dependencies:", 1)[1]  # channel names above are not packages
+    for line in deps.splitlines():
+        m = re.match(r"\s*-\s+([A-Za-z][A-Za-z0-9_.\-]*)(\S*)\s*$", line)
+        if m and m.group(1) not in ("pip", "python"):
+            conda[CONDA_NAMES.get(m.group(1), m.group(1)).lower()] = m.group(2)
+    assert conda == wanted, "environment.yml and pyproject.toml list different packages or versions"
+    assert "- -e ." in (ROOT / "environment.yml").read_text()
+    py = re.search(r"python([><=]+[\d.]+)", (ROOT / "environment.yml").read_text()).group(1)
+    assert py == project["requires-python"]
+
+
+def test_ci_runs_make_test():
+    assert "make test" in (ROOT / ".ci" / "run").read_text()
+
+
+def test_doctor_reports_every_component(capsys):
+    code = main(["doctor"])
+    out = capsys.readouterr().out
+    for word in ("python", "torch", "gpu", "jupyterlab", "ipywidgets", "matplotlib"):
+        assert word in out
+    assert code in (0, 1) and ("all set" in out) == (code == 0)

@@ -62,6 +62,15 @@ class SchedulerSkeleton:
             self.touch(prefix, bytes_)
         return list(self.log)
 
+    def _check_touch(self, prefix: Hashable, bytes_: int) -> None:
+        """Reject a bad `touch` before it changes anything (the reference calls this first)."""
+        hash(prefix)  # TypeError for an unhashable prefix
+        require_positive_int("bytes_", bytes_)
+        if bytes_ > self.capacity_bytes:
+            raise ValueError(
+                f"single cache entry exceeds capacity: {bytes_} bytes > capacity_bytes={self.capacity_bytes}"
+            )
+
     def _score(self, hits: int, size: int, last_used: int) -> float:
         """TODO score: retention priority from reuse, recency and size (higher = keep)."""
         raise NotImplementedError("TODO score is not written yet: see lab.hint('score')")

@@ -11,7 +11,7 @@ from __future__ import annotations
 import heapq
 from typing import Hashable, List, Tuple
 
-from kvsched_lab.scheduler import CacheEntry, SchedulerSkeleton, require_positive_int
+from kvsched_lab.scheduler import CacheEntry, SchedulerSkeleton
 
 
 class KVCacheSchedulerSim(SchedulerSkeleton):
@@ -53,12 +53,7 @@ class KVCacheSchedulerSim(SchedulerSkeleton):
             self.log.append(f"evict:{prefix}")
 
     def touch(self, prefix: Hashable, bytes_: int) -> None:
-        hash(prefix)  # TypeError for an unhashable prefix, before anything changes
-        require_positive_int("bytes_", bytes_)
-        if bytes_ > self.capacity_bytes:
-            raise ValueError(
-                f"single cache entry exceeds capacity: {bytes_} bytes > capacity_bytes={self.capacity_bytes}"
-            )
+        self._check_touch(prefix, bytes_)
 
         self.time += 1
         if prefix in self.entries:

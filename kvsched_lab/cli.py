@@ -29,17 +29,11 @@ def _load_requests(args: argparse.Namespace):
 def _cmd_replay(args: argparse.Namespace) -> int:
     requests = _load_requests(args)
     if args.real_kv:
-        from kvsched_lab.policies import make_policy
         from kvsched_lab.real_kv import real_kv_replay
 
-        out = real_kv_replay(
-            requests,
-            lambda capacity_bytes, future: make_policy(args.policy, capacity_bytes, future=future),
-            capacity_blocks=args.capacity_blocks,
-            tokens_per_block=args.tokens_per_block,
-            device=args.device,
-        )
-        out = {"policy": args.policy, "capacity_blocks": args.capacity_blocks, "trace": args.trace, **out}
+        out = real_kv_replay(requests, args.policy, capacity_blocks=args.capacity_blocks,
+                             tokens_per_block=args.tokens_per_block, device=args.device)
+        out = {"policy": args.policy, "trace": args.trace, **out}
     else:
         from kvsched_lab.replay import replay
 

@@ -17,6 +17,7 @@ import time
 from dataclasses import asdict, dataclass
 from typing import Any, Callable, Hashable, List, Optional, Sequence, Union
 
+from kvsched_lab.policies.base import gc_paused
 from kvsched_lab.traces import Request, sort_by_arrival
 
 _CHUNK_REQUESTS = 500  # progress granularity; state carries across chunks, so results do not depend on it
@@ -80,11 +81,12 @@ def replay(
     bar = _progress_bar(len(id_lists), name, progress)
     start = time.perf_counter()
     hits = 0
-    for i in chunks:
-        chunk = id_lists[i:i + _CHUNK_REQUESTS]
-        hits += sum(run(chunk, block_bytes))
-        if bar is not None:
-            bar.update(len(chunk))
+    with gc_paused():  # the same for every scheduler, so timings compare like with like
+        for i in chunks:
+            chunk = id_lists[i:i + _CHUNK_REQUESTS]
+            hits += sum(run(chunk, block_bytes))
+            if bar is not None:
+                bar.update(len(chunk))
     wall = time.perf_counter() - start
     if bar is not None:
         bar.close()

@@ -1,0 +1,192 @@
+"""`Policy`: the base class of every library eviction policy, and of yours in the capstone.
+
+A policy is a byte-budgeted cache of KV blocks. `Policy.touch` does the bookkeeping every
+policy shares (input checks, the clock, ``entries``, ``current_bytes``, the event log, the
+hit counter) and asks the subclass only *which* key to evict, through five small hooks:
+
+========================  =================================================================
+hook                      called ...
+========================  =================================================================
+``on_hit(key)``           when ``key`` is cached and touched again
+``on_miss(key, size)``    on a miss, before any eviction; return False to leave ``key``
+                          uncached (a bypass, logged as ``skip``); the default admits
+``victim() -> key``       while the new entry does not fit: name a cached key to evict
+``on_evict(key, size)``   after ``key`` left ``entries``: forget it in your own structures
+``on_insert(key, size)``  after a new ``key`` entered ``entries``
+========================  =================================================================
+
+Only `victim` is required. ``self.time`` is the touch clock (1 on the first touch), already
+advanced when a hook runs. Worked example, MRU (evict the most recently used block)::
+
+    from collections import OrderedDict
+    from kvsched_lab.policies.base import Policy
+
+    class MRU(Policy):
+        '''Evict the most recently touched block.'''
+
+        def __init__(self, capacity_bytes: int, **kwargs) -> None:
+            super().__init__(capacity_bytes, **kwargs)
+            self.order: OrderedDict = OrderedDict()     # oldest touch first
+
+        def on_hit(self, key) -> None:
+            self.order.move_to_end(key)
+
+        def on_insert(self, key, size: int) -> None:
+            self.order[key] = None
+
+        def victim(self):
+            return next(reversed(self.order))           # newest touch
+
+        def on_evict(self, key, size: int) -> None:
+            del self.order[key]
+
+    mru = MRU(capacity_bytes=2)
+    mru.schedule([("a", 1), ("b", 1), ("c", 1)])         # ['add:a', 'add:b', 'evict:b', 'add:c']
+
+Keep each hook O(1) or O(log n): replays touch hundreds of thousands of blocks.
+`replay_requests` (the replay protocol, REFERENCE.md section 3) works for every subclass;
+library policies override its inner `_replay` with a faster loop giving identical results.
+"""
+from __future__ import annotations
+
+import gc
+from contextlib import contextmanager
+from typing import Any, Hashable, Iterable, Iterator, List, Optional, Sequence, Tuple
+
+from kvsched_lab.events import ADD, EVICT, REUSE, SKIP, EventLog
+from kvsched_lab.scheduler import require_positive_int
+
+
+@contextmanager
+def gc_paused() -> Iterator[None]:
+    """Pause the cyclic garbage collector for a replay's hot loop.
+
+    A replay appends hundreds of thousands of ``(op, key)`` tuples to the log, all of them kept
+    alive; each allocation burst would trigger a collection that rescans them for nothing,
+    which costs more than the replay itself. The collector's previous state is restored.
+    """
+    was_enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if was_enabled:
+            gc.enable()
+
+
+class Policy:
+    """Byte-budgeted KV-block cache; subclasses choose victims through the hooks above.
+
+    Attributes: ``capacity_bytes``; ``current_bytes`` (sum of live sizes); ``time`` (touches
+    so far); ``hits`` (touches that found their key cached); ``entries`` (key -> size in
+    bytes, live keys only); ``log`` (an `EventLog` of ``add``/``reuse``/``evict``/``skip``).
+    ``future`` is accepted by every policy so they can be built alike; only Belady reads it.
+    """
+
+    name = "base"  # registry name, overridden by each library policy
+
+    def __init__(self, capacity_bytes: int, *, future: Optional[Sequence[Hashable]] = None) -> None:
+        self.capacity_bytes = require_positive_int("capacity_bytes", capacity_bytes)
+        self.current_bytes = 0
+        self.time = 0
+        self.hits = 0
+        self.entries: Any = {}
+        self.log = EventLog()
+
+    # -- hooks --------------------------------------------------------------------------
+    def on_hit(self, key: Hashable) -> None:
+        """`key` is cached and was touched again."""
+
+    def on_miss(self, key: Hashable, size: int) -> bool:
+        """`key` is not cached; return False to bypass it (it is then logged as ``skip``)."""
+        return True
+
+    def victim(self) -> Hashable:
+        """Name the cached key to evict next (called only while the new entry does not fit)."""
+        raise NotImplementedError(f"{type(self).__name__} must implement victim()")
+
+    def on_evict(self, key: Hashable, size: int) -> None:
+        """`key` (of `size` bytes) has just left ``entries``."""
+
+    def on_insert(self, key: Hashable, size: int) -> None:
+        """`key` (of `size` bytes) has just entered ``entries``."""
+
+    # -- the shared machinery -----------------------------------------------------------
+    def validate(self, prefix: Hashable, bytes_: int) -> None:
+        """Raise before any state changes if ``touch(prefix, bytes_)`` is not a valid call."""
+        hash(prefix)  # TypeError for an unhashable prefix
+        self._check_size(bytes_)
+
+    def _check_size(self, bytes_: int) -> None:
+        require_positive_int("bytes_", bytes_)
+        if bytes_ > self.capacity_bytes:
+            raise ValueError(
+                f"single cache entry exceeds capacity: {bytes_} bytes > capacity_bytes={self.capacity_bytes}"
+            )
+
+    def touch(self, prefix: Hashable, bytes_: int) -> None:
+        """Use the block `prefix` of `bytes_` bytes: a hit refreshes it, a miss caches it."""
+        self.validate(prefix, bytes_)
+        self.time += 1
+        entries = self.entries
+        if prefix in entries:
+            self.hits += 1
+            self.on_hit(prefix)
+            self.log.emit(REUSE, prefix)
+            return
+        if not self.on_miss(prefix, bytes_):
+            self.log.emit(SKIP, prefix)
+            return
+        while self.current_bytes + bytes_ > self.capacity_bytes:
+            key = self.victim()
+            size = entries.pop(key)
+            self.current_bytes -= size
+            self.on_evict(key, size)
+            self.log.emit(EVICT, key)
+        entries[prefix] = bytes_
+        self.current_bytes += bytes_
+        self.on_insert(prefix, bytes_)
+        self.log.emit(ADD, prefix)
+
+    def schedule(self, requests: Iterable[Tuple[Hashable, int]]) -> List[str]:
+        """Touch each ``(prefix, bytes_)`` in order; return the whole log as the chapter's strings."""
+        for prefix, bytes_ in requests:
+            self.touch(prefix, bytes_)
+        return list(self.log)
+
+    def replay_requests(self, hash_id_lists: Iterable[Sequence[Hashable]], bytes_: int) -> List[int]:
+        """Replay requests (REFERENCE.md section 3); return each request's prefix hits.
+
+        A request's prefix hits are the leading run of its ids cached at arrival, before it
+        touches anything; then each id is touched head to tail, `bytes_` bytes each. The
+        ids must be hashable: a bad one raises mid-replay, after the requests before it.
+        """
+        self._check_size(bytes_)
+        with gc_paused():
+            return self._replay(hash_id_lists, bytes_)
+
+    def _replay(self, hash_id_lists: Iterable[Sequence[Hashable]], bytes_: int) -> List[int]:
+        # The generic loop over `touch`; library policies override it with an inlined loop
+        # that must give the same hits, entries and log (tests/test_policies.py checks).
+        entries = self.entries
+        out = []
+        for ids in hash_id_lists:
+            n = 0
+            for key in ids:
+                if key not in entries:
+                    break
+                n += 1
+            out.append(n)
+            for key in ids:
+                self.touch(key, bytes_)
+        return out
+
+    def snapshot(self) -> List[Tuple[Any, ...]]:
+        """Live entries as ``(key, bytes)``, in insertion order; policies refine the order."""
+        return list(self.entries.items())
+
+    def __repr__(self) -> str:
+        return (
+            f"{type(self).__name__}(capacity_bytes={self.capacity_bytes}, "
+            f"entries={len(self.entries)}, current_bytes={self.current_bytes}, time={self.time})"
+        )

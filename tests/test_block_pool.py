@@ -1,0 +1,152 @@
+"""Tests for the block allocator, the KV block pool, device/dtype choice and the real-model KV sizes."""
+from __future__ import annotations
+
+import time
+
+import pytest
+import torch
+
+from kvsched_lab.block_pool import BlockAllocator, KVBlockPool
+from kvsched_lab.device import default_dtype, try_gpu
+from kvsched_lab.model_configs import (MODEL_KV_SPECS, kv_bytes_per_token, model_kv_bytes_per_block,
+                                       model_kv_bytes_per_token)
+
+
+def state(alloc: BlockAllocator):
+    return list(alloc.free_block_ids), set(alloc.used_block_ids)
+
+
+def test_allocate_hands_out_each_id_once_then_frees():
+    alloc = BlockAllocator(5)
+    ids = [alloc.allocate() for _ in range(5)]
+    assert sorted(ids) == [0, 1, 2, 3, 4]
+    assert (alloc.num_free_blocks, alloc.num_used_blocks) == (0, 5)
+    alloc.free(ids[2])
+    assert (alloc.num_free_blocks, alloc.num_used_blocks) == (1, 4)
+    assert not alloc.is_used(ids[2])
+    assert alloc.allocate() == ids[2]
+
+
+def test_freed_block_goes_to_the_back():
+    alloc = BlockAllocator(3)
+    first = alloc.allocate()
+    alloc.free(first)
+    assert [alloc.allocate() for _ in range(3)] == [1, 2, 0]
+
+
+def _ops_seconds(num_blocks: int, ops: int = 20_000) -> float:
+    alloc = BlockAllocator(num_blocks)
+    best = float("inf")
+    for _ in range(3):
+        t0 = time.perf_counter()
+        for _ in range(ops):
+            alloc.free(alloc.allocate())
+        best = min(best, time.perf_counter() - t0)
+    return best
+
+
+def test_allocate_and_free_cost_does_not_grow_with_pool_size():
+    # O(n) list scans would make the 1M-block pool ~50x slower; allow a wide margin for noise.
+    small, large = _ops_seconds(20_000), _ops_seconds(1_000_000)
+    assert large < 5 * small + 0.05
+
+
+def test_double_free_is_rejected_and_changes_nothing():
+    alloc = BlockAllocator(4)
+    a = alloc.allocate()
+    alloc.allocate()
+    alloc.free(a)
+    before = state(alloc)
+    with pytest.raises(ValueError, match="double free"):
+        alloc.free(a)
+    assert state(alloc) == before
+
+
+@pytest.mark.parametrize("bad", [-1, 4, 100, True, "1", 1.0])
+def test_foreign_id_is_rejected_and_changes_nothing(bad):
+    alloc = BlockAllocator(4)
+    alloc.allocate()
+    before = state(alloc)
+    with pytest.raises(ValueError, match="does not belong"):
+        alloc.free(bad)
+    assert state(alloc) == before
+
+
+def test_exhausted_pool_raises_and_changes_nothing():
+    alloc = BlockAllocator(2)
+    alloc.allocate(), alloc.allocate()
+    before = state(alloc)
+    with pytest.raises(RuntimeError, match="exhausted"):
+        alloc.allocate()
+    assert state(alloc) == before
+
+
+@pytest.mark.parametrize("bad", [0, -3, 2.0, True])
+def test_allocator_size_must_be_positive_int(bad):
+    with pytest.raises(ValueError):
+        BlockAllocator(bad)
+
+
+def test_pool_shape_dtype_device_on_cpu():
+    pool = KVBlockPool(6, 4, num_layers=3, num_kv_heads=2, head_dim=8, device="cpu")
+    assert pool.kv.shape == (3, 2, 6, 4, 2, 8)
+    assert pool.kv.dtype == torch.float32 and pool.kv.device.type == "cpu"
+    assert pool.layer(1).shape == (2, 6, 4, 2, 8)
+    assert pool.k_cache(2).shape == pool.v_cache(2).shape == (6, 4, 2, 8)
+    assert pool.bytes_per_token == kv_bytes_per_token(3, 2, 8, 4) == 2 * 3 * 2 * 8 * 4
+    assert pool.bytes_per_block == 4 * pool.bytes_per_token
+    assert pool.num_blocks == 6 and pool.block_size == 4
+    assert pool.allocator.num_free_blocks == 6
+
+
+def test_explicit_dtype_wins():
+    pool = KVBlockPool(2, 4, 1, 1, 4, device="cpu", dtype=torch.float16)
+    assert pool.kv.dtype == torch.float16
+    assert pool.bytes_per_token == 2 * 1 * 1 * 4 * 2
+
+
+def test_layer_views_share_the_one_tensor():
+    pool = KVBlockPool(3, 2, 2, 1, 4, device="cpu")
+    pool.k_cache(1)[2, 1] = 7.0
+    pool.v_cache(0)[0, 0] = -1.0
+    assert pool.kv[1, 0, 2, 1].eq(7.0).all() and pool.layer(0)[1, 0, 0].eq(-1.0).all()
+    k_slots, _ = pool.slot_views(1)
+    assert k_slots[2 * 2 + 1].eq(7.0).all()  # slot = block * block_size + offset
+    assert pool.kv.data_ptr() == pool.k_cache(0).data_ptr()
+
+
+def test_try_gpu_and_default_dtype():
+    assert try_gpu("cpu") == torch.device("cpu")
+    assert default_dtype("cpu") == torch.float32
+    expected = "cuda" if torch.cuda.is_available() else "cpu"
+    assert try_gpu().type == expected
+
+
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA GPU")
+def test_pool_on_gpu_is_fp16():
+    assert default_dtype("cuda") == torch.float16
+    pool = KVBlockPool(4, 16, 2, 2, 8)
+    assert pool.kv.device.type == "cuda" and pool.kv.dtype == torch.float16
+    assert pool.bytes_per_block == 2 * 2 * 2 * 8 * 2 * 16
+
+
+@pytest.mark.parametrize("name, per_token", [
+    ("Llama-3-8B", 128 * 1024),
+    ("Llama-3-70B", 320 * 1024),
+    ("Qwen2.5-7B", 56 * 1024),
+    ("Qwen2.5-0.5B", 12 * 1024),
+    ("Mistral-7B-v0.1", 128 * 1024),
+])
+def test_real_model_kv_sizes(name, per_token):
+    assert model_kv_bytes_per_token(name) == per_token
+    assert model_kv_bytes_per_block(name, 16) == 16 * per_token
+
+
+def test_model_spec_table_is_read_only_and_names_are_checked():
+    assert model_kv_bytes_per_block("Llama-3-8B", 512) == 64 * 2**20  # one Mooncake block: 64 MiB
+    with pytest.raises(TypeError):
+        MODEL_KV_SPECS["x"] = MODEL_KV_SPECS["Llama-3-8B"]  # type: ignore[index]
+    with pytest.raises(KeyError, match="known models"):
+        model_kv_bytes_per_token("GPT-5")
+    with pytest.raises(ValueError):
+        model_kv_bytes_per_block("Llama-3-8B", 0)

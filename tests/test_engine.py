@@ -1,0 +1,325 @@
+"""Tests for PrefixCacheEngine and real_kv_replay: real blocks follow the scheduler, no leaks, right logits."""
+from __future__ import annotations
+
+import random
+from collections import OrderedDict
+from types import SimpleNamespace
+from typing import List
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from kvsched_lab import check_invariants
+from kvsched_lab.engine import PrefixCacheEngine, SchedulerEventError, block_id_tokens, chain_block_keys
+from kvsched_lab.events import ADD, EVICT, REUSE, SKIP, EventLog
+from kvsched_lab.model import TinyDecoder, TinyDecoderConfig
+from kvsched_lab.model_configs import model_kv_bytes_per_block
+from kvsched_lab.real_kv import real_kv_replay
+from solutions import KVCacheSchedulerSim
+
+BS = 4  # tokens per block
+CFG = TinyDecoderConfig(vocab_size=64, dim=32, num_layers=2, num_heads=4, num_kv_heads=2, head_dim=8,
+                        ffn_hidden=64, max_positions=256)
+MODEL = TinyDecoder(CFG, device="cpu")  # read-only: every test builds its own engine and pool
+BLOCK_BYTES = MODEL.kv_bytes_per_token * BS
+
+
+class ListLogLRU:
+    """A learner-style scheduler: plain LRU, `entries` of int sizes, a list-of-strings log."""
+
+    def __init__(self, capacity_bytes: int) -> None:
+        self.capacity_bytes = capacity_bytes
+        self.current_bytes = 0
+        self.entries: "OrderedDict[str, int]" = OrderedDict()
+        self.log: List[str] = []
+
+    def touch(self, prefix, bytes_: int) -> None:
+        if prefix in self.entries:
+            self.entries.move_to_end(prefix)
+            self.log.append(f"reuse:{prefix}")
+            return
+        while self.current_bytes + bytes_ > self.capacity_bytes:
+            key, size = self.entries.popitem(last=False)
+            self.current_bytes -= size
+            self.log.append(f"evict:{key}")
+        self.entries[prefix] = bytes_
+        self.current_bytes += bytes_
+        self.log.append(f"add:{prefix}")
+
+
+class HalfBypassLRU:
+    """LRU that never caches keys starting with 0-7 (a bypass, like Belady's), logging to an `EventLog`."""
+
+    def __init__(self, capacity_bytes: int) -> None:
+        self.capacity_bytes = capacity_bytes
+        self.current_bytes = 0
+        self.entries: "OrderedDict[str, int]" = OrderedDict()
+        self.log = EventLog()
+
+    def touch(self, prefix, bytes_: int) -> None:
+        if prefix in self.entries:
+            self.entries.move_to_end(prefix)
+            self.log.emit(REUSE, prefix)
+        elif prefix[0] in "01234567":
+            self.log.emit(SKIP, prefix)
+        else:
+            while self.current_bytes + bytes_ > self.capacity_bytes:
+                key, size = self.entries.popitem(last=False)
+                self.current_bytes -= size
+                self.log.emit(EVICT, key)
+            self.entries[prefix] = bytes_
+            self.current_bytes += bytes_
+            self.log.emit(ADD, prefix)
+
+
+def make_engine(scheduler, max_blocks: int = 12, **kwargs) -> PrefixCacheEngine:
+    return PrefixCacheEngine(MODEL, scheduler, tokens_per_block=BS, max_tokens_per_request=max_blocks * BS, **kwargs)
+
+
+def workload(seed: int, num_requests: int = 40, max_blocks: int = 12) -> List[List[int]]:
+    """Conversations: a shared system prompt, then turns that extend the previous turn."""
+    rng = random.Random(seed)
+    next_id = 1000
+    conversations: List[List[int]] = []
+    requests = []
+    for _ in range(num_requests):
+        if conversations and rng.random() < 0.6:
+            conv = rng.choice(conversations)
+            grow = rng.randint(1, 3)
+        else:
+            conv = [rng.randrange(3)]  # one of three system prompts
+            conversations.append(conv)
+            grow = rng.randint(0, 3)
+        if len(conv) + grow > max_blocks:
+            conversations.remove(conv)
+            conv = [rng.randrange(3)]
+            conversations.append(conv)
+        conv.extend(range(next_id, next_id + grow))
+        next_id += grow
+        requests.append(list(conv))
+    return requests
+
+
+def protocol_expectation(requests, capacity_blocks: int):
+    """Brute force: the same scheduler fed chained block-id keys, no model; cached tokens per request."""
+    sim = KVCacheSchedulerSim(capacity_bytes=capacity_blocks * BLOCK_BYTES)
+    expected = []
+    for ids in requests:
+        keys = [tuple(ids[:i + 1]) for i in range(len(ids))]
+        hits = 0
+        while hits < len(keys) and keys[hits] in sim.entries:
+            hits += 1
+        expected.append(min(hits, len(ids) - 1) * BS)  # the last block is always recomputed
+        for key in keys:
+            sim.touch(key, BLOCK_BYTES)
+    return expected
+
+
+def tokens_of(ids):
+    return [t for b in ids for t in block_id_tokens(b, BS, CFG.vocab_size)]
+
+
+def test_chain_keys_are_stable_prefix_hashes():
+    a, b = list(range(10)), list(range(8)) + [99, 98]
+    ka, kb = chain_block_keys(a, 4), chain_block_keys(b, 4)
+    assert len(ka) == 2  # the 2-token tail has no key
+    assert ka == chain_block_keys(list(range(10)), 4) and ka[0] == kb[0] and ka[1] == kb[1]
+    assert chain_block_keys([5, 6, 7, 8] * 2, 4)[1] != chain_block_keys([5, 6, 7, 8] * 2, 4)[0]
+    assert all(isinstance(k, str) and len(k) == 32 for k in ka)
+    assert block_id_tokens(7, 4, 64) == block_id_tokens(7, 4, 64) != block_id_tokens(8, 4, 64)
+
+
+@pytest.mark.parametrize("capacity_blocks", [3, 10, 40])
+def test_reference_scheduler_workload(capacity_blocks):
+    sim = KVCacheSchedulerSim(capacity_bytes=capacity_blocks * BLOCK_BYTES)
+    engine = make_engine(sim)
+    assert engine.capacity_blocks == capacity_blocks
+    assert engine.pool.num_blocks == capacity_blocks + 12
+    requests = workload(seed=capacity_blocks)
+    expected = protocol_expectation(requests, capacity_blocks)
+    for ids, cached in zip(requests, expected):
+        result = engine.serve_block_ids(ids)
+        assert result.num_cached_tokens == cached
+        assert result.num_computed_tokens == result.num_prompt_tokens - cached
+        full = MODEL.forward(tokens_of(ids))
+        assert (result.logits - full[cached:]).abs().max().item() <= 1e-4
+        engine.check_consistency()  # held blocks == live entries, no leak
+        check_invariants(sim)
+        assert engine.pool.allocator.num_used_blocks <= capacity_blocks
+    assert engine.blocks_in_use_max <= engine.pool.num_blocks
+    assert engine.prefill_tokens_computed == engine.prefill_tokens_total - engine.hit_tokens
+    assert engine.hit_tokens == sum(expected) > 0
+    assert engine.num_requests == len(requests)
+
+
+def test_whole_prompt_cached_recomputes_only_the_last_block():
+    engine = make_engine(KVCacheSchedulerSim(capacity_bytes=20 * BLOCK_BYTES))
+    ids = [1, 2, 3]
+    engine.serve_block_ids(ids)
+    again = engine.serve_block_ids(ids)
+    assert again.num_hit_blocks == 3 and again.num_cached_tokens == 8 and again.num_computed_tokens == 4
+    assert (again.logits[-1] - MODEL.forward(tokens_of(ids))[-1]).abs().max().item() <= 1e-4
+    engine.check_consistency()
+
+
+def test_partial_tail_block_is_never_cached():
+    sim = KVCacheSchedulerSim(capacity_bytes=20 * BLOCK_BYTES)
+    engine = make_engine(sim)
+    tokens = list(range(10))  # two full blocks and a 2-token tail
+    first = engine.serve_tokens(tokens)
+    assert first.num_cached_tokens == 0 and len(sim.entries) == 2
+    assert engine.pool.allocator.num_used_blocks == 2
+    second = engine.serve_tokens(tokens + [11, 12])
+    assert second.num_cached_tokens == 8 and second.num_computed_tokens == 4
+    assert (second.logits - MODEL.forward(tokens + [11, 12])[8:]).abs().max().item() <= 1e-4
+    engine.check_consistency()
+
+
+def test_learner_scheduler_with_a_list_of_strings_log():
+    sim = ListLogLRU(capacity_bytes=8 * BLOCK_BYTES)
+    engine = make_engine(sim)
+    for ids in workload(seed=7):
+        result = engine.serve_block_ids(ids)
+        assert (result.logits - MODEL.forward(tokens_of(ids))[result.num_cached_tokens:]).abs().max() <= 1e-4
+        engine.check_consistency()
+        check_invariants(sim)
+    assert engine.hit_tokens > 0 and len(sim.entries) <= 8
+
+
+def test_skip_events_leave_blocks_uncached():
+    sim = HalfBypassLRU(capacity_bytes=8 * BLOCK_BYTES)
+    engine = make_engine(sim)
+    for ids in workload(seed=11):
+        engine.serve_block_ids(ids)
+        engine.check_consistency()
+        check_invariants(sim)
+    assert any(op == SKIP for op, _ in sim.log.events())
+    assert all(key[0] not in "01234567" for key in engine.cached_block_ids)
+
+
+def test_block_bytes_in_a_big_models_units():
+    big = model_kv_bytes_per_block("Llama-3-8B", 512)
+    sim = KVCacheSchedulerSim(capacity_bytes=5 * big)
+    engine = make_engine(sim, block_bytes=big)
+    assert engine.capacity_blocks == 5
+    for ids in workload(seed=3, num_requests=15):
+        engine.serve_block_ids(ids)
+        engine.check_consistency()
+    assert all(e.bytes == big for e in sim.entries.values())
+
+
+class FlakyScheduler(KVCacheSchedulerSim):
+    def __init__(self, capacity_bytes: int, fail_at: int) -> None:
+        super().__init__(capacity_bytes)
+        self.fail_at = fail_at
+        self.calls = 0
+
+    def touch(self, prefix, bytes_):
+        self.calls += 1
+        if self.calls == self.fail_at:
+            raise RuntimeError("boom")
+        super().touch(prefix, bytes_)
+
+
+def test_scheduler_that_raises_leaves_the_engine_consistent():
+    sim = FlakyScheduler(capacity_bytes=4 * BLOCK_BYTES, fail_at=6)
+    engine = make_engine(sim)
+    engine.serve_block_ids([1, 2, 3])
+    with pytest.raises(SchedulerEventError, match="raised RuntimeError: boom"):
+        engine.serve_block_ids([1, 2, 4, 5, 6])
+    engine.check_consistency()
+    assert engine.num_requests == 1  # the failed request is not counted
+    result = engine.serve_block_ids([1, 2, 4, 5, 6])
+    assert result.num_cached_tokens == 8  # blocks 1, 2 survived; the engine keeps working
+    engine.check_consistency()
+
+
+class LyingScheduler(ListLogLRU):
+    def __init__(self, capacity_bytes: int, lie: str) -> None:
+        super().__init__(capacity_bytes)
+        self.lie = lie
+
+    def touch(self, prefix, bytes_):
+        super().touch(prefix, bytes_)
+        if len(self.entries) == 2:
+            self.log.append(self.lie)
+
+
+@pytest.mark.parametrize("lie, message", [
+    ("evict:nope", "holds no block for"),
+    ("add:nope", "only evictions may name another key"),
+    ("grow:x", "cannot read the scheduler's log"),
+])
+def test_bad_events_raise_clear_errors_without_leaking(lie, message):
+    engine = make_engine(LyingScheduler(capacity_bytes=10 * BLOCK_BYTES, lie=lie))
+    with pytest.raises(SchedulerEventError, match=message):
+        engine.serve_block_ids([1, 2, 3, 4])
+    assert engine.pool.allocator.num_used_blocks == len(engine.cached_block_ids)
+
+
+def test_too_long_prompt_is_rejected_before_anything_changes():
+    sim = KVCacheSchedulerSim(capacity_bytes=10 * BLOCK_BYTES)
+    engine = make_engine(sim, max_blocks=3)
+    with pytest.raises(ValueError, match="1..12 tokens"):
+        engine.serve_tokens(list(range(13)))
+    assert sim.log == [] and engine.pool.allocator.num_used_blocks == 0 and engine.prefill_tokens_total == 0
+
+
+def test_scheduler_without_capacity_needs_capacity_blocks():
+    sim = SimpleNamespace(entries={}, log=[], touch=lambda prefix, bytes_: None)
+    with pytest.raises(ValueError, match="pass capacity_blocks"):
+        make_engine(sim)
+    assert make_engine(sim, capacity_blocks=3).pool.num_blocks == 3 + 12
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(
+    requests=st.lists(st.lists(st.integers(0, 3), min_size=1, max_size=6), min_size=1, max_size=12),
+    capacity_blocks=st.integers(1, 6),
+    learner=st.booleans(),
+)
+def test_random_requests_never_leak(requests, capacity_blocks, learner):
+    sim = (ListLogLRU if learner else KVCacheSchedulerSim)(capacity_bytes=capacity_blocks * BLOCK_BYTES)
+    engine = make_engine(sim, max_blocks=6)
+    for ids in requests:
+        result = engine.serve_block_ids(ids)
+        check_invariants(sim)
+        engine.check_consistency()
+        assert engine.pool.allocator.num_used_blocks <= capacity_blocks
+        assert result.num_computed_tokens == len(ids) * BS - result.num_cached_tokens
+    assert engine.blocks_in_use_max <= engine.pool.num_blocks
+    assert engine.prefill_tokens_computed == engine.prefill_tokens_total - engine.hit_tokens
+
+
+def test_real_kv_replay_matches_the_trace_only_protocol():
+    requests = [SimpleNamespace(timestamp=i, hash_ids=ids) for i, ids in enumerate(workload(seed=5, num_requests=30))]
+    sim = KVCacheSchedulerSim(capacity_bytes=10 * BLOCK_BYTES)
+    out = real_kv_replay(requests, sim, tokens_per_block=BS, device="cpu", model_config=CFG, check_every=3)
+    assert out["requests"] == 30 and out["requests_checked"] == 10
+    assert out["prefill_tokens_computed"] == out["prefill_tokens_total"] - out["hit_tokens"]
+    assert out["max_abs_logit_diff"] <= 1e-4
+    assert out["capacity_blocks"] == 10 and out["blocks_in_use_max"] <= out["pool_blocks"]
+    assert out["device"] == "cpu" and out["dtype"] == "float32"
+    # REFERENCE.md section 3, on block ids alone, without the model.
+    ref = KVCacheSchedulerSim(capacity_bytes=10 * BLOCK_BYTES)
+    hits = 0
+    for r in requests:
+        run = 0
+        while run < len(r.hash_ids) and r.hash_ids[run] in ref.entries:
+            run += 1
+        hits += run
+        for b in r.hash_ids:
+            ref.touch(b, BLOCK_BYTES)
+    assert out["protocol_hit_blocks"] == hits
+    assert out["prefix_hit_rate"] == hits / sum(len(r.hash_ids) for r in requests)
+
+
+def test_real_kv_replay_respects_max_requests():
+    requests = [SimpleNamespace(hash_ids=[1, 2, i]) for i in range(10)]
+    out = real_kv_replay(requests, KVCacheSchedulerSim(capacity_bytes=50 * BLOCK_BYTES), tokens_per_block=BS,
+                         device="cpu", model_config=CFG, max_requests=4, check_every=None)
+    assert out["requests"] == 4 and out["requests_checked"] == 0
+    assert out["hit_tokens"] == 3 * 2 * BS
+    with pytest.raises(ValueError, match="no requests"):
+        real_kv_replay([], KVCacheSchedulerSim(), device="cpu")

@@ -1,0 +1,155 @@
+"""Tests for the tiny decoder: prefill with a cached prefix from the pool must equal a full recompute."""
+from __future__ import annotations
+
+import random
+
+import pytest
+import torch
+from torch.utils.flop_counter import FlopCounterMode
+
+from kvsched_lab.model import TinyDecoder, TinyDecoderConfig
+
+FP32_TOL = 1e-4
+# fp16 on the GPU: unit roundoff 2^-11 ~ 4.9e-4 and logits up to ~5 after RMSNorm and the
+# 1/sqrt(dim)-scaled head. fp16 on the CPU measured 2e-3 (cached vs full) and 5e-3 (vs fp32);
+# GPU kernels sum in other orders, so the bound keeps a 4x margin over those.
+FP16_TOL = 2e-2
+
+CONFIGS = {
+    "mha": TinyDecoderConfig(vocab_size=128, dim=32, num_layers=2, num_heads=4, num_kv_heads=4, head_dim=8,
+                             ffn_hidden=64, seed=1),
+    "gqa": TinyDecoderConfig(vocab_size=128, dim=48, num_layers=2, num_heads=6, num_kv_heads=2, head_dim=8,
+                             ffn_hidden=96, seed=2),
+}
+
+
+def prompt(n: int, seed: int = 0, vocab: int = 128):
+    rng = random.Random(seed)
+    return [rng.randrange(vocab) for _ in range(n)]
+
+
+def max_diff(a: torch.Tensor, b: torch.Tensor) -> float:
+    return (a.float() - b.float()).abs().max().item()
+
+
+@pytest.mark.parametrize("name", list(CONFIGS))
+@pytest.mark.parametrize("num_cached", [0, 1, 4, 8, 13, 27, 36])  # block edges and mid-block splits
+def test_prefill_after_cached_prefix_equals_full_recompute(name, num_cached):
+    model = TinyDecoder(CONFIGS[name], device="cpu")
+    ids = prompt(37)
+    full = model.forward(ids)  # (37, vocab)
+    pool = model.make_pool(num_blocks=12, block_size=4)
+    block_table = [pool.allocator.allocate() for _ in range(10)]
+    random.Random(3).shuffle(block_table)  # blocks need not be contiguous or ordered
+    if num_cached:
+        model.prefill(ids[:num_cached + 1], block_table, num_cached_tokens=0, pool=pool)
+    new = model.prefill(ids, block_table, num_cached_tokens=num_cached, pool=pool)
+    assert new.shape == (37 - num_cached, 128)
+    assert max_diff(new, full[num_cached:]) <= FP32_TOL
+
+
+def test_chunked_prefill_equals_full_recompute():
+    model = TinyDecoder(CONFIGS["gqa"], device="cpu")
+    ids = prompt(50, seed=5)
+    pool = model.make_pool(13, 4)
+    table = list(range(13))
+    chunks = [model.prefill(ids[:end], table, start, pool) for start, end in [(0, 7), (7, 21), (21, 50)]]
+    assert max_diff(torch.cat(chunks), model.forward(ids)) <= FP32_TOL
+
+
+def test_prefix_written_by_one_prompt_serves_another():
+    model = TinyDecoder(CONFIGS["gqa"], device="cpu")
+    shared = prompt(16, seed=1)
+    a, b = shared + prompt(9, seed=2), shared + prompt(14, seed=3)
+    pool = model.make_pool(20, 8)
+    model.prefill(a, [0, 1, 2, 3], 0, pool)
+    # b reuses a's first two blocks and writes its own tail into blocks 7 and 9.
+    new = model.prefill(b, [0, 1, 7, 9], 16, pool)
+    assert max_diff(new, model.forward(b)[16:]) <= FP32_TOL
+
+
+def test_prefill_writes_k_and_v_into_the_block_table_slots():
+    model = TinyDecoder(CONFIGS["mha"], device="cpu")
+    pool = model.make_pool(6, 4)
+    model.prefill(prompt(6), [4, 1], 0, pool)
+    for layer in range(2):
+        k, v = pool.k_cache(layer), pool.v_cache(layer)
+        assert k[4].abs().sum() > 0 and v[1, :2].abs().sum() > 0  # positions 0-3, 4-5
+        assert k[1, 2:].abs().sum() == 0 and k[0].abs().sum() == 0  # untouched slots stay zero
+
+
+def test_weights_come_from_the_seed():
+    cfg = CONFIGS["mha"]
+    ids = prompt(9)
+    assert torch.equal(TinyDecoder(cfg, device="cpu").forward(ids), TinyDecoder(cfg, device="cpu").forward(ids))
+    other = TinyDecoder(TinyDecoderConfig(**{**cfg.__dict__, "seed": 99}), device="cpu")
+    assert not torch.allclose(other.forward(ids), TinyDecoder(cfg, device="cpu").forward(ids))
+
+
+def test_building_a_model_leaves_the_global_rng_alone():
+    torch.manual_seed(123)
+    expected = torch.rand(3)
+    torch.manual_seed(123)
+    TinyDecoder(CONFIGS["gqa"], device="cpu")
+    assert torch.equal(torch.rand(3), expected)
+
+
+def test_prefill_rejects_bad_calls():
+    model = TinyDecoder(CONFIGS["mha"], device="cpu")
+    pool = model.make_pool(4, 4)
+    ids = prompt(8)
+    with pytest.raises(ValueError, match="at least one new token"):
+        model.prefill(ids, [0, 1], 8, pool)
+    with pytest.raises(ValueError, match="too few"):
+        model.prefill(ids, [0], 0, pool)
+    with pytest.raises(ValueError, match="0..127"):
+        model.forward([0, 128])
+    with pytest.raises(ValueError, match="max_positions"):
+        TinyDecoder(TinyDecoderConfig(max_positions=8), device="cpu").forward(list(range(9)))
+    wrong = TinyDecoder(CONFIGS["gqa"], device="cpu").make_pool(4, 4)
+    with pytest.raises(ValueError, match="make_pool"):
+        model.prefill(ids, [0, 1], 0, wrong)
+    with pytest.raises(ValueError, match="multiple of num_kv_heads"):
+        TinyDecoderConfig(num_heads=4, num_kv_heads=3)
+
+
+@pytest.mark.parametrize("num_cached", [0, 8, 21])
+def test_flops_prefill_matches_torch_flop_counter(num_cached):
+    model = TinyDecoder(CONFIGS["gqa"], device="cpu")
+    ids = prompt(40)
+    pool = model.make_pool(10, 8)
+    table = list(range(5))
+    model.prefill(ids, table, 0, pool)
+    with FlopCounterMode(display=False) as counter:
+        model.prefill(ids, table, num_cached, pool)
+    assert model.flops_prefill(40 - num_cached, num_cached) == counter.get_total_flops()
+
+
+def test_flops_prefill_by_hand():
+    cfg = TinyDecoderConfig(vocab_size=10, dim=4, num_layers=1, num_heads=2, num_kv_heads=1, head_dim=2,
+                            ffn_hidden=6)
+    model = TinyDecoder(cfg, device="cpu")
+    n, c = 3, 5
+    projections = 2 * n * 4 * (4 + 2 + 2) + 2 * n * 4 * 4
+    attention = 2 * 2 * 2 * n * (n + c) * 2
+    rest = 3 * 2 * n * 4 * 6 + 2 * n * 4 * 10
+    assert model.flops_prefill(n, c) == projections + attention + rest
+    # Causal only: the 3 new queries see 6, 7 and 8 keys, 21 pairs instead of 3 * 8 = 24.
+    assert model.flops_prefill(n, c, causal_only=True) == projections + attention * 21 // 24 + rest
+    assert model.flops_prefill(8, 0, causal_only=True) < model.flops_prefill(8, 0)
+
+
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA GPU")
+def test_fp16_prefill_on_gpu_matches_recompute_and_fp32():
+    model = TinyDecoder(CONFIGS["gqa"])  # try_gpu -> cuda, default_dtype -> fp16
+    assert model.dtype == torch.float16 and model.device.type == "cuda"
+    ids = prompt(200)
+    pool = model.make_pool(60, 16)
+    table = list(range(13))
+    model.prefill(ids, table, 0, pool)
+    reference = TinyDecoder(CONFIGS["gqa"], device="cpu").forward(ids)
+    full = model.forward(ids)
+    for num_cached in (37, 100, 199):
+        new = model.prefill(ids, table, num_cached, pool)
+        assert max_diff(new, full[num_cached:]) <= FP16_TOL
+        assert max_diff(new.cpu(), reference[num_cached:]) <= FP16_TOL

@@ -1,0 +1,81 @@
+"""The replay protocol of REFERENCE.md section 3, on traces small enough to check by hand."""
+import json
+from pathlib import Path
+
+import pytest
+
+from kvsched_lab.cli import main
+from kvsched_lab.replay import replay
+from kvsched_lab.traces import Request, save_trace
+from solutions import KVCacheSchedulerSim
+
+SHARED = Path(__file__).resolve().parents[2] / "shared" / "traces"
+
+# Arrival order after the stable sort: r1 (t=0), r3 (t=3), r2 (t=5), r4 (t=5, after r2).
+HAND_TRACE = [
+    Request(0, 1536, 1, (1, 2, 3)),   # r1
+    Request(5, 1536, 1, (1, 2, 4)),   # r2
+    Request(3, 1024, 1, (1, 5)),      # r3
+    Request(5, 1536, 1, (1, 2, 3)),   # r4
+]
+
+
+def test_reference_scheduler_by_hand():
+    # Capacity 3 blocks, the chapter's score (lowest hits, then oldest, goes first):
+    # r1 adds 1,2,3 -> 0 hits. r3: 1 cached, 5 not -> 1 hit; touching 5 evicts 2.
+    # r2: 1 cached, 2 not -> 1 hit; 2 evicts 3, 4 evicts 5. r4: 1,2 cached, 3 not -> 2 hits.
+    res = replay(HAND_TRACE, KVCacheSchedulerSim, 3)
+    assert (res.requests, res.block_refs, res.prefix_hits) == (4, 11, 4)
+    assert res.prefix_hit_rate == pytest.approx(4 / 11)
+
+
+def test_hits_count_only_the_leading_run():
+    # Block 9 is cached but follows a miss, so it is not a prefix hit.
+    trace = [Request(0, 1024, 1, (8, 9)), Request(1, 1024, 1, (7, 9))]
+    res = replay(trace, KVCacheSchedulerSim, 10)
+    assert res.prefix_hits == 0
+
+
+def test_hits_are_measured_before_the_request_touches_anything():
+    # Capacity 1: the request's own touches evict its first block, but hits were counted first.
+    trace = [Request(0, 512, 1, (1,)), Request(1, 1024, 1, (1, 2))]
+    assert replay(trace, KVCacheSchedulerSim, 1).prefix_hits == 1
+
+
+def test_replay_rejects_bad_capacity_and_used_scheduler():
+    with pytest.raises(ValueError, match="capacity_blocks"):
+        replay(HAND_TRACE, KVCacheSchedulerSim, 0)
+    used = KVCacheSchedulerSim(3)
+    used.touch(1, 1)
+    with pytest.raises(ValueError, match="fresh"):
+        replay(HAND_TRACE, used, 3)
+    with pytest.raises(ValueError, match="capacity_bytes"):
+        replay(HAND_TRACE, KVCacheSchedulerSim(5), 3)
+
+
+def test_cli_replay_json_by_hand(tmp_path, capsys):
+    # LRU, capacity 3: r1 0 hits; r3 1 (5 evicts 2); r2 1 (2 evicts 3, 4 evicts 5); r4 2.
+    path = tmp_path / "hand.jsonl"
+    save_trace(HAND_TRACE, path)
+    assert main(["replay", "--trace", str(path), "--policy", "lru", "--capacity-blocks", "3", "--json"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    assert out["policy"] == "lru" and out["capacity_blocks"] == 3
+    assert (out["requests"], out["block_refs"], out["prefix_hits"]) == (4, 11, 4)
+    assert out["prefix_hit_rate"] == pytest.approx(4 / 11)
+
+
+def test_cli_reports_bad_trace_line(tmp_path, capsys):
+    path = tmp_path / "bad.jsonl"
+    path.write_text('{"timestamp": 0}\n')
+    assert main(["replay", "--trace", str(path), "--capacity-blocks", "3"]) == 2
+    assert "bad.jsonl:1" in capsys.readouterr().err
+
+
+@pytest.mark.skipif(not SHARED.is_dir(), reason="real Mooncake traces not available")
+def test_cli_lru_matches_sanity_anchor_at_8k(capsys):
+    trace = str(SHARED / "mooncake_conversation_trace.jsonl")
+    assert main(["replay", "--trace", trace, "--policy", "lru", "--capacity-blocks", "8000",
+                 "--json", "--quiet"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    assert out["block_refs"] == 288500
+    assert round(out["prefix_hit_rate"] * 100, 1) == 17.8

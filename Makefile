@@ -5,6 +5,8 @@ BIN    := $(VENV)/bin
 # CI and this course's dev machines use a CPU build; Colab/ModelScope keep their own torch.
 TORCH_SPEC ?= torch==2.13.0
 PORT   ?= 8888
+# Containers and Colab-like sandboxes run as root, which JupyterLab refuses unless told.
+ROOT_FLAG := $(if $(filter 0,$(shell id -u)),--allow-root,)
 
 .PHONY: lab test setup clean
 
@@ -26,7 +28,7 @@ setup: $(VENV)/.ready
 
 lab: setup
 	@echo "Starting JupyterLab on notebooks/ (Ctrl-C to stop); open the URL printed below."
-	$(BIN)/python -m jupyter lab --notebook-dir=notebooks --no-browser --ip=127.0.0.1 --port=$(PORT) --ServerApp.open_browser=False
+	$(BIN)/python -m jupyter lab --notebook-dir=notebooks --no-browser --ip=127.0.0.1 --port=$(PORT) --ServerApp.open_browser=False $(ROOT_FLAG)
 
 test: setup
 	$(BIN)/python -m pytest tests

@@ -1,0 +1,44 @@
+"""The learner-facing course API: ``import kvsched_lab.course as lab``.
+
+- ``lab.check(name, fn)``: grade ONE TODO (score, heap, stale, entry, snapshot) with fake
+  schedulers, print one line, raise when it is not attempted or wrong; saves the answer.
+- ``lab.hint(name, level=1)``, ``lab.reveal(name)``: tiered hints; the reference if it ships.
+- ``lab.my_scheduler()``: your scheduler class from the saved answers (or the labelled fallback).
+- ``lab.status()``, ``lab.load_answers()``, ``lab.save_answer(name, fn)``, ``lab.answers_dir()``.
+"""
+from __future__ import annotations
+
+from typing import Callable
+
+from kvsched_lab.course.answers import (
+    ANSWERS_DIRNAME, ANSWERS_ENV, answer_status, answers_dir, load_answers, my_scheduler, save_answer,
+    status,
+)
+from kvsched_lab.course.checks import NOTEBOOK_OF, TODO_NAMES, CheckFailed, NotAttempted, Result, grade
+from kvsched_lab.course.hints import hint, reveal
+
+
+def check(name: str, fn: Callable, save: bool = True) -> None:
+    """Grade TODO `name` on `fn` alone; print one line on success, raise `CheckFailed` otherwise.
+
+    A graded attempt (passed or failed) is saved to the answers folder so later notebooks can
+    build your scheduler; an untouched stub is not saved (it never overwrites a saved answer).
+    """
+    result = grade(name, fn)
+    note = ""
+    if save and result.status != "not attempted":
+        try:
+            save_answer(name, fn, result)
+        except (OSError, TypeError) as e:  # no source (e.g. built with exec) or a read-only folder
+            note = f" (answer not saved: {e})"
+    if not result.passed:
+        raise result.exception()
+    print(result.line() + note)
+    return None  # nothing echoed after the line
+
+
+__all__ = [
+    "ANSWERS_DIRNAME", "ANSWERS_ENV", "CheckFailed", "NOTEBOOK_OF", "NotAttempted", "Result", "TODO_NAMES",
+    "answer_status", "answers_dir", "check", "grade", "hint", "load_answers", "my_scheduler", "reveal",
+    "save_answer", "status",
+]

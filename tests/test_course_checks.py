@@ -1,0 +1,512 @@
+"""The learner checks (`kvsched_lab.course`): right answers pass, plausible wrong ones fail usefully.
+
+Each TODO keeps the reference, two correct-but-different answers, the untouched stub and at
+least four plausible wrong answers as regression cases (Kaggle learntools' habit). This file
+holds answers: ship it with the instructor copy only, like ``solutions/``.
+"""
+import json
+import re
+import signal
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+
+import kvsched_lab.course as lab
+from kvsched_lab.course import checks
+from kvsched_lab.scheduler import TODO_METHODS, SchedulerSkeleton
+from kvsched_lab.todos import load_method, reference_sources
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def fn_from(name, source):
+    return load_method(name, textwrap.dedent(source))
+
+
+# --------------------------------------------------------------------------- variants
+
+CORRECT = {
+    "score": [
+        """
+        def _score(self, hits, size, last_used):
+            return -0.25 * size / max(self.capacity_bytes, 1) + hits + 0.5 / (1 + max(self.time - last_used, 0))
+        """,
+        """
+        def _score(self, hits, size, last_used):
+            recency = 1.0 / (1.0 + max(self.time - last_used, 0))
+            size_penalty = size / max(self.capacity_bytes, 1)
+            score = recency * 0.5 + float(hits) - size_penalty / 4
+            return score
+        """,
+    ],
+    "heap": [
+        """
+        def _refresh_queue(self, prefix):
+            e = self.entries[prefix]
+            e.priority = self._score(e.hits, e.bytes, e.last_used)
+            heapq.heappush(self.queue, tuple([e.priority, e.last_used, e.prefix]))
+        """,
+        """
+        def _refresh_queue(self, prefix):
+            entry = self.entries[prefix]
+            entry.priority = self._score(entry.hits, entry.bytes, entry.last_used)
+            self.queue.append((entry.priority, entry.last_used, prefix))
+            heapq.heapify(self.queue)
+        """,
+    ],
+    "stale": [
+        """
+        def _evict_until_fit(self, needed):
+            while self.current_bytes + needed > self.capacity_bytes and self.entries:
+                while self.queue:
+                    record = heapq.heappop(self.queue)
+                    entry = self.entries.get(record[2])
+                    if entry is None:
+                        continue
+                    if record != (entry.priority, entry.last_used, entry.prefix):
+                        continue
+                    break
+                else:
+                    entry = min(self.entries.values(), key=lambda e: (e.priority, e.last_used))
+                self.current_bytes -= entry.bytes
+                self.entries.pop(entry.prefix, None)
+                self.log.append(f"evict:{entry.prefix}")
+        """,
+        """
+        def _evict_until_fit(self, needed):
+            while self.current_bytes + needed > self.capacity_bytes and self.entries:
+                while self.queue:
+                    priority, last_used, prefix = heapq.heappop(self.queue)
+                    entry = self.entries.get(prefix)
+                    if entry is None:
+                        continue
+                    is_stale = priority != entry.priority or last_used != entry.last_used
+                    if is_stale:
+                        continue
+                    break
+                else:
+                    entry = min(self.entries.values(), key=lambda e: (e.priority, e.last_used))
+                    prefix = entry.prefix
+                self.current_bytes -= entry.bytes
+                self.entries.pop(prefix, None)
+                self.log.append(f"evict:{prefix}")
+        """,
+    ],
+    "entry": [
+        """
+        def touch(self, prefix, bytes_):
+            self._check_touch(prefix, bytes_)
+            self.time += 1
+            if prefix in self.entries:
+                entry = self.entries[prefix]
+                entry.hits += 1
+                entry.last_used = self.time
+                self._refresh_queue(prefix)
+                self.log.append(f"reuse:{prefix}")
+                return
+            self._evict_until_fit(bytes_)
+            entry = CacheEntry(0.0, self.time, prefix, 1, bytes_)
+            self.entries[prefix] = entry
+            self.current_bytes += bytes_
+            self._refresh_queue(prefix)
+            self.log.append(f"add:{prefix}")
+        """,
+        """
+        def touch(self, prefix, bytes_):
+            if bytes_ > self.capacity_bytes:
+                raise ValueError("single cache entry exceeds capacity")
+            self.time += 1
+            if prefix in self.entries:
+                hit = self.entries[prefix]
+                hit.hits, hit.last_used = hit.hits + 1, self.time
+                self._refresh_queue(prefix)
+                self.log.append("reuse:" + str(prefix))
+                return
+            self._evict_until_fit(bytes_)
+            self.entries[prefix] = CacheEntry(hits=1, bytes=bytes_, prefix=prefix, last_used=self.time, priority=-1.0)
+            self.current_bytes += bytes_
+            self._refresh_queue(prefix)
+            self.log.append("add:" + str(prefix))
+        """,
+    ],
+    "snapshot": [
+        """
+        def snapshot(self):
+            by_age = sorted(self.entries.values(), key=lambda e: (e.last_used, e.prefix))
+            ordered_entries = sorted(by_age, key=lambda e: e.priority, reverse=True)
+            return [(e.prefix, e.bytes, round(e.priority, 4), e.hits) for e in ordered_entries]
+        """,
+        """
+        def snapshot(self):
+            by_prefix = sorted(self.entries.values(), key=lambda e: e.prefix)
+            ordered_entries = sorted(by_prefix, key=lambda e: (e.priority, -e.last_used), reverse=True)
+            return [(e.prefix, e.bytes, round(e.priority, 4), e.hits) for e in ordered_entries]
+        """,
+    ],
+}
+
+# The chapter's stub shapes with one plausible mistake each, and a word the message must contain.
+_SCORE = """
+def _score(self, hits, size, last_used):
+    recency = 1.0 / (1.0 + max(self.time - last_used, 0))
+    reuse_bonus = float(hits)
+    size_penalty = size / max(self.capacity_bytes, 1)
+    {line}
+    return score
+"""
+_HEAP = """
+def _refresh_queue(self, prefix):
+    entry = self.entries[prefix]
+    entry.priority = self._score(entry.hits, entry.bytes, entry.last_used)
+    {line}
+"""
+_STALE = """
+def _evict_until_fit(self, needed):
+    while self.current_bytes + needed > self.capacity_bytes and self.entries:
+        while self.queue:
+            priority, last_used, prefix = heapq.heappop(self.queue)
+            entry = self.entries.get(prefix)
+            if entry is None:
+                continue
+            {line}
+            if is_stale:
+                continue
+            break
+        else:
+            entry = min(self.entries.values(), key=lambda e: (e.priority, e.last_used))
+            prefix = entry.prefix
+        self.current_bytes -= entry.bytes
+        self.entries.pop(prefix, None)
+        self.log.append(f"evict:{{prefix}}")
+"""
+_ENTRY = """
+def touch(self, prefix, bytes_):
+    self._check_touch(prefix, bytes_)
+    self.time += 1
+    if prefix in self.entries:
+        entry = self.entries[prefix]
+        entry.hits += 1
+        entry.last_used = self.time
+        self._refresh_queue(prefix)
+        self.log.append(f"reuse:{{prefix}}")
+        return
+    self._evict_until_fit(bytes_)
+    {line}
+    self.entries[prefix] = entry
+    self.current_bytes += bytes_
+    self._refresh_queue(prefix)
+    self.log.append(f"add:{{prefix}}")
+"""
+_SNAPSHOT = """
+def snapshot(self):
+    {line}
+    return [(e.prefix, e.bytes, round(e.priority, 4), e.hits) for e in ordered_entries]
+"""
+
+WRONG = {
+    "score": [
+        (_SCORE, "score = reuse_bonus + 0.25 * recency - 0.5 * size_penalty", "recency term has the wrong weight"),
+        (_SCORE, "score = reuse_bonus + 0.5 * recency + 0.25 * size_penalty", "bigger entry must score lower"),
+        (_SCORE, "score = reuse_bonus - 0.25 * size_penalty", "ignores recency"),
+        (_SCORE, "score = reuse_bonus + 1 + 0.5 * recency - 0.25 * size_penalty", "should be 0.5"),
+        (_SCORE, "score = reuse_bonus + 0.5 * recency - 0.25 * size", "size penalty has the wrong weight"),
+        (_SCORE, "score = 0.5 * reuse_bonus + recency - 0.25 * size_penalty", "each extra hit must add exactly 1.0"),
+        (_SCORE, "score = -(reuse_bonus + 0.5 * recency - 0.25 * size_penalty)", "more hits must give a higher score"),
+        (_SCORE, "score = None", "must return a number"),
+        (_SCORE, "score = reuse_bonus + 0.5 / (1 + self.time - last_used) - 0.25 * size_penalty", "last_used=9"),
+        (_SCORE, "score = reuse_bonus + 0.5 * recency - 0.25 * size / 128", "size penalty has the wrong weight"),
+        (_SCORE, "while True: pass", "did not finish"),
+    ],
+    "heap": [
+        (_HEAP, "heapq.heappush(self.queue, (-entry.priority, entry.last_used, prefix))", "negated"),
+        (_HEAP, "heapq.heappush(self.queue, (entry.last_used, entry.priority, prefix))", "wrong order"),
+        (_HEAP, "heapq.heappush(self.queue, (entry.priority, entry.last_used, entry))", "not the CacheEntry object"),
+        (_HEAP, "self.queue.append((entry.priority, entry.last_used, prefix))", "no longer a min-heap"),
+        (_HEAP, "self.queue = [(entry.priority, entry.last_used, prefix)]", "lost an older record"),
+        (_HEAP, "heapq.heappush(self.queue, (entry.priority, prefix, entry.last_used))", "last field must be the key"),
+        (_HEAP, "heapq.heappush(self.queue, (entry.priority, 0, prefix))", "second field must be the entry's last_used"),
+        (_HEAP, "heapq.heappush(self.queue, (entry.priority, entry.last_used))", "three fields"),
+        (_HEAP, "heapq.heappush(self.queue, (entry.priority, entry.last_used, prefix)); "
+                "heapq.heappush(self.queue, (entry.priority, entry.last_used, prefix))", "exactly one new record"),
+        (_HEAP.replace("entry.priority = self._score", "old = self._score"),
+         "heapq.heappush(self.queue, (entry.priority, entry.last_used, prefix))", "must store the new score"),
+    ],
+    "stale": [
+        (_STALE, "is_stale = False", "re-scored later, but it was used for eviction"),
+        (_STALE, "is_stale = priority != entry.priority", "last_used is out of date"),
+        (_STALE, "is_stale = last_used != entry.last_used", "priority is out of date"),
+        (_STALE, "is_stale = (priority, last_used) == (entry.priority, entry.last_used)", "could never be evicted"),
+        (_STALE, "is_stale = priority < entry.priority", "last_used is out of date"),
+        (_STALE, "is_stale = True", "could never be evicted"),
+    ],
+    "entry": [
+        (_ENTRY, "entry = CacheEntry(priority=0.0, last_used=self.time, prefix=prefix, hits=0, bytes=bytes_)",
+         "the newest entry must start with one hit"),
+        (_ENTRY, "entry = CacheEntry(priority=0.0, last_used=0, prefix=prefix, hits=1, bytes=bytes_)",
+         "last_used must be the current time"),
+        (_ENTRY, "entry = CacheEntry(0.0, self.time, prefix, bytes_, 1)", "hits and bytes are swapped"),
+        (_ENTRY, "entry = CacheEntry(priority=0.0, last_used=self.time, prefix=prefix, hits=1)",
+         "must record its size"),
+        (_ENTRY, "entry = dict(priority=0.0, last_used=self.time, prefix=prefix, hits=1, bytes=bytes_)",
+         "must be a CacheEntry"),
+        (_ENTRY, "entry = CacheEntry(priority=0.0, last_used=self.time - 1, prefix=prefix, hits=1, bytes=bytes_)",
+         "last_used must be the current time"),
+        (_ENTRY, "entry = CacheEntry(priority=0.0, last_used=self.time, prefix='entry', hits=1, bytes=bytes_)",
+         "must record its own prefix"),
+    ],
+    "snapshot": [
+        (_SNAPSHOT, "ordered_entries = sorted(self.entries.values(), key=lambda e: (e.priority, e.last_used, e.prefix))",
+         "lowest priority first"),
+        (_SNAPSHOT, "ordered_entries = sorted(self.entries.values(), key=lambda e: (e.priority, e.last_used, e.prefix), "
+                    "reverse=True)", "came out newest first"),
+        (_SNAPSHOT, "ordered_entries = sorted(self.entries.values(), key=lambda e: e.priority, reverse=True)",
+         "came out newest first"),
+        (_SNAPSHOT, "ordered_entries = sorted(self.entries.values(), key=lambda e: (-round(e.priority, 4), e.last_used, e.prefix))",
+         "full priority"),
+        (_SNAPSHOT, "ordered_entries = sorted(self.entries.values(), key=lambda e: (-e.priority, e.last_used))",
+         "prefix order"),
+        (_SNAPSHOT, "ordered_entries = list(self.entries.values())", "priority"),
+        (_SNAPSHOT, "ordered_entries = self.entries.values(); self.entries.clear()", "must not change self.entries"),
+    ],
+}
+
+
+def wrong_cases():
+    for name, variants in WRONG.items():
+        for i, (template, line, why) in enumerate(variants):
+            yield pytest.param(name, template.format(line=line), why, id=f"{name}-{i}")
+
+
+# --------------------------------------------------------------------------- grading
+
+
+@pytest.mark.parametrize("name", list(TODO_METHODS))
+def test_reference_passes(name, capsys):
+    fn = load_method(name, reference_sources()[name])
+    lab.check(name, fn, save=False)
+    out = capsys.readouterr().out
+    assert re.fullmatch(rf"✅ {name}: passed \(\d+ cases\)\n", out), out
+
+
+@pytest.mark.parametrize("name,i", [(n, i) for n, srcs in CORRECT.items() for i in range(len(srcs))])
+def test_correct_but_different_answers_pass(name, i):
+    result = lab.grade(name, fn_from(name, CORRECT[name][i]))
+    assert result.passed, result.line()
+
+
+@pytest.mark.parametrize("name,source,why", list(wrong_cases()))
+def test_wrong_answers_fail_with_a_useful_message(name, source, why):
+    result = lab.grade(name, fn_from(name, source))
+    assert result.status == "failed", result.line()
+    assert why in result.message, result.line()
+    with pytest.raises(lab.CheckFailed) as info:
+        lab.check(name, fn_from(name, source), save=False)
+    assert not isinstance(info.value, lab.NotAttempted)
+    rendered = info.value._render_traceback_()
+    assert rendered == [result.line()] and rendered[0].startswith(f"❌ {name}: failed: ")
+
+
+def test_at_least_four_wrong_answers_per_todo():
+    assert all(len(WRONG[n]) >= 4 for n in TODO_METHODS) and all(len(CORRECT[n]) >= 2 for n in TODO_METHODS)
+
+
+@pytest.mark.parametrize("name", list(TODO_METHODS))
+def test_untouched_stub_is_not_attempted(name):
+    stub = getattr(SchedulerSkeleton, TODO_METHODS[name])
+    result = lab.grade(name, stub)
+    assert result.status == "not attempted"
+    with pytest.raises(lab.NotAttempted) as info:
+        lab.check(name, stub, save=False)
+    assert info.value._render_traceback_() == [result.line()]
+    assert "not attempted" in result.line() and f"lab.hint('{name}')" in result.line()
+
+
+def test_a_wrong_answer_in_one_todo_never_fails_another_check():
+    # Grade every wrong variant (endless loops included), then every reference again: the
+    # graders share no state, and the step budget leaves no tracer or alarm behind.
+    old_trace = sys.gettrace()
+    old_alarm = signal.getsignal(signal.SIGALRM) if hasattr(signal, "SIGALRM") else None
+    for param in wrong_cases():
+        name, source, _ = param.values
+        assert not lab.grade(name, fn_from(name, source)).passed
+        for other, src in reference_sources().items():
+            if other != name:
+                assert lab.grade(other, load_method(other, src)).passed, (name, other)
+    assert sys.gettrace() is old_trace
+    if old_alarm is not None:
+        assert signal.getsignal(signal.SIGALRM) is old_alarm
+
+
+def test_endless_loop_is_stopped_quickly():
+    import time
+
+    start = time.perf_counter()
+    result = lab.grade("snapshot", fn_from("snapshot", "def snapshot(self):\n    while True:\n        pass\n"))
+    assert result.status == "failed" and "did not finish" in result.message
+    assert time.perf_counter() - start < 15
+
+
+def test_bad_arguments():
+    assert "pass the function itself" in lab.grade("score", 3.0).message
+    with pytest.raises(ValueError, match="unknown TODO"):
+        lab.grade("scores", lambda self: 0)
+
+
+# --------------------------------------------------------------------------- answers
+
+
+@pytest.fixture
+def answers(tmp_path, monkeypatch):
+    folder = tmp_path / "answers"
+    monkeypatch.setenv(lab.ANSWERS_ENV, str(folder))
+    return folder
+
+
+def _score_right(self, hits, size, last_used):
+    return float(hits) + 0.5 / (1.0 + max(self.time - last_used, 0)) - 0.25 * size / max(self.capacity_bytes, 1)
+
+
+def _score_wrong(self, hits, size, last_used):
+    return float(hits)
+
+
+def test_check_saves_the_source_and_status(answers, capsys):
+    lab.check("score", _score_right)
+    record = json.loads((answers / "score.json").read_text())
+    assert record["status"] == "passed" and record["method"] == "_score"
+    assert record["source"].startswith("def _score_right(self, hits, size, last_used):")
+    with pytest.raises(lab.CheckFailed):
+        lab.check("score", _score_wrong)
+    assert json.loads((answers / "score.json").read_text())["status"] == "failed"
+    # An untouched stub is not saved, so it never overwrites an answer.
+    lab.check("score", _score_right)
+    with pytest.raises(lab.NotAttempted):
+        lab.check("score", SchedulerSkeleton._score)
+    assert json.loads((answers / "score.json").read_text())["status"] == "passed"
+
+
+def test_answers_round_trip_and_my_scheduler_builds_the_learners_class(answers, capsys):
+    for name, src in reference_sources().items():
+        lab.save_answer(name, load_method(name, src), source=src)
+    loaded = lab.load_answers()
+    assert set(loaded) == set(TODO_METHODS)
+    assert all(lab.grade(n, fn).passed for n, fn in loaded.items())
+    Sim = lab.my_scheduler()
+    assert "YOUR five methods" in capsys.readouterr().out
+    assert Sim.__name__ == "MyKVCacheSchedulerSim" and issubclass(Sim, SchedulerSkeleton)
+    sim = Sim(capacity_bytes=128)
+    assert sim.schedule([("a", 40), ("b", 48), ("a", 40), ("c", 56), ("d", 48), ("a", 40)]) == [
+        "add:a", "add:b", "reuse:a", "evict:b", "add:c", "evict:c", "add:d", "reuse:a"]
+    assert sim.snapshot() == [("a", 40, 3.4219, 3), ("d", 48, 1.4062, 1)]
+
+
+def test_my_scheduler_falls_back_with_one_clear_line(answers, capsys):
+    from kvsched_lab.policies import POLICIES
+
+    assert lab.my_scheduler() is POLICIES["seed"]
+    out = capsys.readouterr().out.strip().splitlines()
+    assert len(out) == 1 and "seed" in out[0]
+    for name in TODO_METHODS:
+        assert f"{name} missing" in out[0]
+    # One answer saved but wrong: named as failing, with its notebook.
+    lab.save_answer("score", _score_wrong)
+    for name, src in reference_sources().items():
+        if name != "score":
+            lab.save_answer(name, load_method(name, src), source=src)
+    assert lab.my_scheduler() is POLICIES["seed"]
+    out = capsys.readouterr().out
+    assert "score failing (notebook 02)" in out and "heap" not in out.split(":", 2)[1].split(";")[0]
+    # A tampered file counts as missing, never crashes.
+    (answers / "heap.json").write_text("{not json")
+    lab.my_scheduler()
+    assert "heap missing (notebook 03)" in capsys.readouterr().out
+
+
+def test_status_lists_every_todo(answers, capsys):
+    lab.status()
+    out = capsys.readouterr().out
+    assert str(answers) in out and all(name in out for name in TODO_METHODS)
+
+
+def test_answers_default_to_a_folder_in_the_working_directory(tmp_path, monkeypatch):
+    monkeypatch.delenv(lab.ANSWERS_ENV, raising=False)
+    monkeypatch.chdir(tmp_path)
+    assert lab.answers_dir() == tmp_path / "kvsched_answers"
+
+
+# --------------------------------------------------------------------------- hints, reveal
+
+
+@pytest.mark.parametrize("name", list(TODO_METHODS))
+def test_hint_tiers(name, capsys):
+    texts = []
+    for level in (1, 2, 3):
+        lab.hint(name, level)
+        texts.append(capsys.readouterr().out)
+    assert len(set(texts)) == 3
+    assert all(f"hint {i}/3" in t for i, t in enumerate(texts, start=1))
+    lab.hint(name, 9)
+    assert capsys.readouterr().out == texts[2]
+    lab.hint(name)
+    assert capsys.readouterr().out == texts[0]
+
+
+def test_hint_unknown_name():
+    with pytest.raises(ValueError):
+        lab.hint("heapq")
+
+
+def test_reveal_with_solutions(capsys):
+    lab.reveal("score")
+    out = capsys.readouterr().out
+    assert "def _score(self" in out
+
+
+def test_reveal_without_solutions(monkeypatch, capsys):
+    monkeypatch.setitem(sys.modules, "solutions", None)  # import solutions -> ImportError
+    lab.reveal("stale")
+    out = capsys.readouterr().out
+    assert "withheld in this release" in out and "instructor" in out and "def " not in out
+
+
+# --------------------------------------------------------------------------- no answers in the public checks
+
+
+def _solution_lines():
+    """Reference lines a learner could copy: the before-stop hook's rule (28+ chars, not trivial)."""
+    out = set()
+    for path in (ROOT / "solutions").rglob("*.py"):
+        for line in path.read_text().splitlines():
+            s = line.strip()
+            if len(s) >= 28 and not s.startswith(("#", "import ", "from ", "def ", "class ", '"""', "'''", "@",
+                                                  "return [(")):
+                out.add(re.sub(r"\s+", " ", s))
+    return out
+
+
+def _answer_lines():
+    """The five TODO answers as the reference writes them (the line after each TODO comment)."""
+    lines = []
+    for src in reference_sources().values():
+        body = src.splitlines()
+        for i, line in enumerate(body):
+            if line.strip().startswith("# TODO"):
+                lines.append(re.sub(r"\s+", " ", body[i + 1].strip()))
+    assert len(lines) == 5
+    return lines
+
+
+def test_course_module_holds_no_reference_lines():
+    sol = _solution_lines()
+    answers = _answer_lines()
+    for path in (ROOT / "kvsched_lab" / "course").glob("*.py"):
+        text = path.read_text()
+        assert "import solutions" not in text and "from solutions" not in text, path
+        code = {re.sub(r"\s+", " ", l.strip()) for l in text.splitlines()}
+        assert not (code & sol), (path, code & sol)
+        flat = re.sub(r"\s+", " ", text)
+        for answer in answers:
+            rhs = answer.split("=", 1)[1].strip()
+            assert rhs not in flat, (path, answer)

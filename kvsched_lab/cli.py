@@ -1,4 +1,4 @@
-"""The `kvsched` command line: doctor, replay."""
+"""The `kvsched` command line: doctor, replay, bench, grade, release."""
 from __future__ import annotations
 
 import argparse
@@ -32,7 +32,8 @@ def _cmd_replay(args: argparse.Namespace) -> int:
         from kvsched_lab.real_kv import real_kv_replay
 
         out = real_kv_replay(requests, args.policy, capacity_blocks=args.capacity_blocks,
-                             tokens_per_block=args.tokens_per_block, device=args.device)
+                             tokens_per_block=args.tokens_per_block, device=args.device,
+                             progress=not args.quiet)
         out = {"policy": args.policy, "trace": args.trace, **out}
     else:
         from kvsched_lab.replay import replay
@@ -73,10 +74,38 @@ def build_parser() -> argparse.ArgumentParser:
     rp.add_argument("--tokens-per-block", type=int, default=16, help="with --real-kv: tokens in one block")
     rp.add_argument("--device", default=None, help="with --real-kv: cpu, cuda, cuda:1 (default: GPU if any)")
     rp.set_defaults(func=_cmd_replay)
+
+    # These own their argparse: `main` hands them the rest of the command line untouched.
+    for name, help_text in DELEGATED.items():
+        sub.add_parser(name, help=help_text, add_help=False)
     return parser
 
 
+DELEGATED = {
+    "bench": "measure policies, heaps and real-KV prefill side by side",
+    "grade": "grade learners' notebooks or .py files (instructors)",
+    "release": "build and verify the student bundle (instructors)",
+}
+
+
+def _run_delegated(name: str, argv: List[str]) -> int:
+    if name == "bench":
+        from kvsched_lab.bench import bench_main as entry
+    else:
+        try:
+            from kvsched_lab import grading
+        except ImportError:
+            print(f"kvsched {name}: this is the student release; grading tools are for instructors.",
+                  file=sys.stderr)
+            return 2
+        entry = grading.grade_main if name == "grade" else grading.release_main
+    return entry(argv)
+
+
 def main(argv: Optional[List[str]] = None) -> int:
+    argv = sys.argv[1:] if argv is None else list(argv)
+    if argv and argv[0] in DELEGATED:
+        return _run_delegated(argv[0], argv[1:])
     parser = build_parser()
     args = parser.parse_args(argv)
     try:

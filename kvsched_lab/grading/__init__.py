@@ -1,0 +1,20 @@
+"""Instructor grading and the student release (instructor-only: left out of the student bundle).
+
+`grade_main` and `release_main` are the ``kvsched grade`` and ``kvsched release`` commands;
+`bench_grading` times the grader. docs/grading.md explains the rules and the threat model.
+"""
+from __future__ import annotations
+
+import importlib
+from typing import Any
+
+# Imported on first use: the nbval runner process (``python -m kvsched_lab.grading.nbrun``)
+# then loads only what it needs, and runpy does not see its module imported twice.
+_EXPORTS = {"bench_grading": "bench", "grade_main": "grade", "grade_submissions": "grade", "release_main": "release"}
+__all__ = sorted(_EXPORTS)
+
+
+def __getattr__(name: str) -> Any:
+    if name in _EXPORTS:
+        return getattr(importlib.import_module(f"kvsched_lab.grading.{_EXPORTS[name]}"), name)
+    raise AttributeError(f"module 'kvsched_lab.grading' has no attribute {name!r}")

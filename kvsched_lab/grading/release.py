@@ -1,0 +1,268 @@
+"""`kvsched release OUT_DIR`: the student bundle, and the checks that it gives nothing away.
+
+The bundle holds the course notebooks with outputs and run metadata cleared, ``kvsched_lab``
+without this package (the grader and its hidden cases), the setup files, and a README for
+students; never ``solutions/`` or ``tests/``. It then verifies itself:
+
+* no ``solutions``, ``kvsched_lab/grading`` or ``tests`` in it, and every notebook clean;
+* no line of the reference (28+ characters, not a def/class/import/from/comment/decorator/
+  docstring/``return [(`` line, nor given code the stubs also show) appears in any bundle file;
+* ``lab.reveal`` says the reference is withheld, in a Python that sees only the bundle;
+* ``pytest --nbval-lax`` on the bundle's notebooks fails in check cells (``check:*``) only.
+"""
+from __future__ import annotations
+
+import argparse
+import ast
+import json
+import re
+import shutil
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+from typing import Iterator, List, Optional, Set, Tuple
+
+from kvsched_lab.grading.nbrun import run_nbval
+from kvsched_lab.grading.stubs import CHAPTER_EXERCISE, COURSE_GIVEN_LINES
+from kvsched_lab.scheduler import TODO_METHODS
+
+REPO = Path(__file__).resolve().parents[2]
+SETUP_FILES = ("pyproject.toml", "Makefile", "environment.yml")
+IGNORED_STARTS = ("def ", "class ", "import ", "from ", "#", "@", '"""', "'''", 'r"""', "return [(")
+MIN_LEAK = 28
+KEPT_CELL_METADATA = ("tags", "editable", "deletable")
+KEPT_NOTEBOOK_METADATA = ("kernelspec", "language_info")
+
+STUDENT_README = """# kvsched-lab: KV-cache scheduling (student edition)
+
+A hands-on course on keeping the right KV-cache blocks in memory during LLM inference. You
+write the five missing pieces of a small scheduler (score, heap, stale check, new entry,
+snapshot) in the notebooks, check each one as you go, then replay real request traces.
+
+## Start
+
+    make lab          # creates .venv, installs the course, opens JupyterLab on notebooks/
+
+or, with your own environment (Colab, ModelScope: keep their torch):
+
+    pip install -e ".[lab]"
+    jupyter lab notebooks/
+
+Work through `notebooks/` in order. Each TODO cell (tagged `todo:<name>`) defines one method;
+the cell after it (tagged `check:<name>`) checks it. A check fails until you write the TODO:
+that is expected. `lab.hint("score")` gives hints in three levels; the reference solutions
+are not part of this edition, so `lab.reveal(...)` tells you it is withheld.
+
+## Handing in
+
+Hand in the folder with your notebooks (02-05 hold the TODOs). Only the TODO cells are graded,
+each on its own with hidden tests; keep their tags, keep the method names, and keep everything
+a TODO needs inside its cell (imports included). Editing or deleting check cells changes nothing.
+"""
+
+
+# --------------------------------------------------------------------------- building
+
+def clean_notebook(nb: dict) -> dict:
+    """`nb` without outputs, execution counts or run metadata (tags stay)."""
+    out = json.loads(json.dumps(nb))
+    out["metadata"] = {k: v for k, v in out.get("metadata", {}).items() if k in KEPT_NOTEBOOK_METADATA}
+    for cell in out.get("cells", []):
+        cell["metadata"] = {k: v for k, v in cell.get("metadata", {}).items() if k in KEPT_CELL_METADATA}
+        if cell.get("cell_type") == "code":
+            cell["outputs"] = []
+            cell["execution_count"] = None
+        else:
+            cell.pop("outputs", None)
+    return out
+
+
+def build_release(out: Path, notebooks: Path, repo: Path = REPO) -> Path:
+    out.mkdir(parents=True, exist_ok=True)
+    shutil.copytree(repo / "kvsched_lab", out / "kvsched_lab",
+                    ignore=shutil.ignore_patterns("grading", "__pycache__", "*.pyc", "*.egg-info"))
+    for name in SETUP_FILES:
+        if (repo / name).is_file():
+            shutil.copyfile(repo / name, out / name)
+    (out / "README.md").write_text(STUDENT_README, encoding="utf-8")
+    (out / "notebooks").mkdir(exist_ok=True)
+    for path in sorted(notebooks.glob("*.ipynb")):
+        nb = json.loads(path.read_text(encoding="utf-8"))
+        (out / "notebooks" / path.name).write_text(
+            json.dumps(clean_notebook(nb), indent=1, ensure_ascii=False) + "\n", encoding="utf-8")
+    return out
+
+
+# --------------------------------------------------------------------------- static checks
+
+def _docstring_lines(tree: ast.AST) -> Set[int]:
+    lines: Set[int] = set()
+    for node in ast.walk(tree):
+        if isinstance(node, (ast.Module, ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef)) and node.body:
+            first = node.body[0]
+            if isinstance(first, ast.Expr) and isinstance(getattr(first, "value", None), ast.Constant) \
+                    and isinstance(first.value.value, str):
+                lines.update(range(first.lineno, first.end_lineno + 1))
+    return lines
+
+
+def _code(line: str) -> str:
+    """A line without indentation or a trailing comment."""
+    return re.sub(r"\s+#[^\"']*$", "", line.strip())
+
+
+def forbidden_lines(solutions: Path = REPO / "solutions") -> Set[str]:
+    """The reference's lines a bundle must not contain (given code shown by the stubs excepted)."""
+    given = {_code(ln) for ln in CHAPTER_EXERCISE.splitlines()} | set(COURSE_GIVEN_LINES)
+    found: Set[str] = set()
+    for path in sorted(solutions.glob("*.py")):
+        text = path.read_text(encoding="utf-8")
+        skip = _docstring_lines(ast.parse(text))
+        for k, raw in enumerate(text.splitlines(), start=1):
+            line = _code(raw)
+            if k not in skip and len(line) >= MIN_LEAK and not line.startswith(IGNORED_STARTS) and line not in given:
+                found.add(line)
+    return found
+
+
+def _texts(bundle: Path) -> Iterator[Tuple[str, str]]:
+    """(relative path, text) of every text file; a notebook's cells as their sources."""
+    for path in sorted(p for p in bundle.rglob("*") if p.is_file()):
+        rel = str(path.relative_to(bundle))
+        try:
+            text = path.read_text(encoding="utf-8")
+        except (UnicodeDecodeError, OSError):
+            continue
+        if path.suffix == ".ipynb":
+            try:
+                cells = json.loads(text).get("cells", [])
+            except ValueError:
+                yield rel, text
+                continue
+            for i, cell in enumerate(cells, start=1):
+                src = cell.get("source", "")
+                yield f"{rel} cell {i}", "".join(src) if isinstance(src, list) else src
+        else:
+            yield rel, text
+
+
+def find_leaks(bundle: Path, forbidden: Set[str]) -> List[str]:
+    leaks = []
+    for where, text in _texts(bundle):
+        normalized = "\n".join(_code(ln) for ln in text.splitlines())
+        leaks += [f"{where}: {line}" for line in sorted(forbidden) if line in normalized]
+    return leaks
+
+
+def unclean_notebooks(bundle: Path) -> List[str]:
+    problems = []
+    for path in sorted((bundle / "notebooks").glob("*.ipynb")):
+        nb = json.loads(path.read_text(encoding="utf-8"))
+        if nb != clean_notebook(nb):
+            problems.append(f"notebooks/{path.name} has outputs, execution counts or run metadata")
+    return problems
+
+
+def forbidden_paths(bundle: Path) -> List[str]:
+    return [f"{rel} is in the bundle" for rel in ("solutions", "kvsched_lab/grading", "tests") if (bundle / rel).exists()]
+
+
+# --------------------------------------------------------------------------- running checks
+
+_PROBE = """
+import io, contextlib, sys
+sys.path.insert(0, {launcher_dir!r})
+import kernel_launcher
+sys.path.pop(0)
+kernel_launcher.isolate({bundle!r})
+import kvsched_lab.course as lab
+out = {{}}
+for name in {names!r}:
+    buf = io.StringIO()
+    with contextlib.redirect_stdout(buf):
+        lab.reveal(name)
+    out[name] = buf.getvalue()
+print(__import__("json").dumps(out))
+"""
+
+
+def reveal_withheld(bundle: Path) -> List[str]:
+    """Problems unless ``lab.reveal`` says, for every TODO, that the reference is withheld."""
+    code = _PROBE.format(launcher_dir=str(Path(__file__).parent), bundle=str(bundle), names=list(TODO_METHODS))
+    proc = subprocess.run([sys.executable, "-I", "-c", code], capture_output=True, text=True, timeout=120,
+                          cwd=bundle)
+    if proc.returncode != 0:
+        return [f"lab.reveal could not run in the bundle: {proc.stderr.strip().splitlines()[-1:]}"]
+    shown = json.loads(proc.stdout.strip().splitlines()[-1])
+    return [f"lab.reveal({name!r}) does not say the reference is withheld" for name, text in shown.items()
+            if "withheld" not in text.lower()]
+
+
+def _code_cell_tags(nb: dict) -> List[List[str]]:
+    return [c.get("metadata", {}).get("tags", []) for c in nb.get("cells", []) if c.get("cell_type") == "code"]
+
+
+def nbval_only_checks_fail(bundle: Path, cell_timeout: float) -> Tuple[List[str], List[str]]:
+    """(problems, warnings) of running the bundle's notebooks as a student would, with stubs."""
+    with tempfile.TemporaryDirectory(prefix="kvsched-release-") as tmp:
+        copy = Path(tmp) / "bundle"
+        shutil.copytree(bundle, copy)
+        notebooks = sorted((copy / "notebooks").glob("*.ipynb"))
+        if not notebooks:
+            return ["the bundle has no notebooks"], []
+        outcomes, tail = run_nbval(notebooks, copy, copy, cell_timeout=cell_timeout,
+                                   wall_timeout=60 + cell_timeout * 4 * len(notebooks))
+        if outcomes is None:
+            return [f"nbval did not run:\n{tail[-1500:]}"], []
+        problems, warnings = [], []
+        for path in notebooks:
+            tags = _code_cell_tags(json.loads(path.read_text(encoding="utf-8")))
+            rel = f"notebooks/{path.name}"
+            for k, cell_tags in enumerate(tags):
+                outcome, message = outcomes.get(f"{rel}::Cell {k}", ("missing", ""))
+                is_check = any(t.startswith("check:") for t in cell_tags)
+                if outcome == "failed" and not is_check:
+                    problems.append(f"{rel} code cell {k + 1} fails with the stubs: {message}")
+                elif outcome == "passed" and is_check:
+                    warnings.append(f"{rel} code cell {k + 1} ({', '.join(cell_tags)}) passes on the untouched stub")
+                elif outcome == "missing":
+                    problems.append(f"{rel} code cell {k + 1} was not run by nbval")
+        return problems, warnings
+
+
+def verify_release(bundle: Path, cell_timeout: float = 300.0, run_notebooks: bool = True) -> Tuple[List[str], List[str]]:
+    problems = forbidden_paths(bundle) + unclean_notebooks(bundle) + find_leaks(bundle, forbidden_lines())
+    problems += reveal_withheld(bundle)
+    warnings: List[str] = []
+    if run_notebooks:
+        p, warnings = nbval_only_checks_fail(bundle, cell_timeout)
+        problems += p
+    return problems, warnings
+
+
+def release_main(argv: Optional[List[str]] = None) -> int:
+    """``kvsched release OUT_DIR [--notebooks DIR] [--force] [--timeout S] [--skip-notebook-run]``."""
+    p = argparse.ArgumentParser(prog="kvsched release", description=(
+        "Build the student bundle (stub notebooks, kvsched_lab without the grader, a student README; no "
+        "solutions/ and no tests/) and verify it gives nothing away."))
+    p.add_argument("out", metavar="OUT_DIR")
+    p.add_argument("--notebooks", default=str(REPO / "notebooks"), help="course notebooks (default: notebooks/)")
+    p.add_argument("--force", action="store_true", help="replace OUT_DIR if it exists")
+    p.add_argument("--timeout", type=float, default=300.0, help="seconds per notebook cell in the nbval run")
+    p.add_argument("--skip-notebook-run", action="store_true", help="static checks only (no nbval run)")
+    args = p.parse_args(argv)
+    out = Path(args.out)
+    if out.exists() and any(out.iterdir()):
+        if not args.force:
+            print(f"kvsched release: {out} exists and is not empty (use --force to replace it)", file=sys.stderr)
+            return 2
+        shutil.rmtree(out)
+    build_release(out, Path(args.notebooks))
+    problems, warnings = verify_release(out, args.timeout, run_notebooks=not args.skip_notebook_run)
+    for w in warnings:
+        print(f"warning: {w}")
+    for problem in problems:
+        print(f"PROBLEM: {problem}")
+    print(f"release {'FAILED' if problems else 'ok'}: {out} ({len(problems)} problem(s), {len(warnings)} warning(s))")
+    return 1 if problems else 0

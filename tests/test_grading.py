@@ -1,0 +1,344 @@
+"""The grader is right: wrong answers lose exactly their TODO, right ones keep every point, and
+misbehaving code gets a clear status without crashing the batch or earning a grade.
+
+All graded submissions go through one `kvsched grade` run (``--jobs 2``), built here as .py files
+and as tagged notebooks (tests/grading_cases/variants.py), so the suite pays for kernels once.
+"""
+from __future__ import annotations
+
+import csv
+import json
+import shutil
+import sys
+from pathlib import Path
+from typing import Dict, Tuple
+
+import nbformat
+import pytest
+
+from kvsched_lab.grading import grade_main
+from kvsched_lab.grading.compare import same
+from kvsched_lab.grading.submissions import discover, load
+from kvsched_lab.grading.stubs import known_stubs
+from kvsched_lab.scheduler import TODO_METHODS
+from kvsched_lab.todos import fill_todos, read_notebook, reference_sources, tagged_cells, write_notebook
+
+sys.path.insert(0, str(Path(__file__).parent / "grading_cases"))
+import variants as v  # noqa: E402
+
+TODOS = list(TODO_METHODS)
+ROOT = Path(__file__).resolve().parents[1]
+FULL = {t: (20, "passed") for t in TODOS}
+
+# Misbehaving TODO code (cell sources); each is graded inside a submission that is otherwise right.
+LOOP = """
+def _refresh_queue(self, prefix):
+    while True:  # swallows the interrupt a notebook timeout would send
+        try:
+            sum(range(10 ** 9))
+        except BaseException:
+            pass
+"""
+RAISES = "def _evict_until_fit(self, needed):\n    raise ValueError('boom')\n"
+SYNTAX = "def touch(self, prefix, bytes_):\n    return (\n"
+RENAMED = "def snap(self):\n    return []\n"
+NOISY = v.REF["score"].replace("    recency =", "    print('x' * 100_000)\n    recency =")
+EXITS = "def touch(self, prefix, bytes_):\n    raise SystemExit(3)\n"
+DIES = "def snapshot(self):\n    import os\n    os._exit(7)\n"
+KILLS_KERNEL = "def snapshot(self):\n    import os, signal\n    os.kill(os.getppid(), signal.SIGKILL)\n"
+HOG = "def _score(self, hits, size, last_used):\n    return len(bytearray(16 << 30))\n"
+CHEATS = {
+    "score": "def _score(self, hits, size, last_used):\n"
+             "    from solutions import KVCacheSchedulerSim as R\n"
+             "    return R._score(self, hits, size, last_used)\n",
+    "heap": "def _refresh_queue(self, prefix):\n"
+            "    import kvsched_lab, pathlib\n"
+            "    src = (pathlib.Path(kvsched_lab.__file__).parents[1] / 'solutions' / 'scheduler.py').read_text()\n"
+            "    ns = {}\n    exec(src, ns)\n    return ns['KVCacheSchedulerSim']._refresh_queue(self, prefix)\n",
+    "stale": "def _evict_until_fit(self, needed):\n"
+             "    return super(type(self), self)._evict_until_fit(needed)\n",
+    "entry": "def touch(self, prefix, bytes_):\n"
+             "    import kvsched_lab.grading.compare as c\n    c.same = lambda *a, **k: True\n",
+    "snapshot": "def snapshot(self):\n"
+                "    import _kvsched_harness as h\n    h.plain = lambda x, depth=0: 'patched'\n    return []\n",
+}
+
+
+def _py(root: Path, name: str, methods: Dict[str, str]) -> Path:
+    path = root / name
+    path.write_text(v.py_submission(methods), encoding="utf-8")
+    return path
+
+
+def _build(root: Path) -> Dict[str, Dict[str, Tuple[int, str]]]:
+    """Write every submission under `root`; return the expected (points, status) per TODO."""
+    want: Dict[str, Dict[str, Tuple[int, str]]] = {}
+    _py(root, "ref.py", {})
+    want["ref.py"] = FULL
+    (root / "chapter-answered.py").write_text(v.chapter_file(answered=True), encoding="utf-8")
+    want["chapter-answered.py"] = FULL
+    (root / "chapter-stub.py").write_text(v.chapter_file(answered=False), encoding="utf-8")
+    want["chapter-stub.py"] = {t: (0, "not attempted") for t in TODOS}
+    (root / "skeleton.py").write_text(v.PY_HEADER + "    pass\n", encoding="utf-8")
+    want["skeleton.py"] = {t: (0, "not attempted") for t in TODOS}
+    for todo, muts in v.MUTATIONS.items():
+        for k in range(len(muts)):
+            name = f"mut-{todo}-{k}.py"
+            _py(root, name, {todo: v.mutant(todo, k)})
+            want[name] = {**FULL, todo: (0, "failed")}
+    for k in range(2):
+        _py(root, f"alt-{k}.py", {t: alts[k] for t, alts in v.ALTERNATIVES.items()})
+        want[f"alt-{k}.py"] = FULL
+
+    # Notebooks: the reference, with check cells edited or deleted (they must not matter).
+    ref_dir = v.write_series(root / "nb-ref", v.REF)
+    nb = read_notebook(ref_dir / "02_score.ipynb")
+    nb["cells"] = [c for c in nb["cells"] if "check:score" not in c.get("metadata", {}).get("tags", [])]
+    write_notebook(nb, ref_dir / "02_score.ipynb")
+    nb = read_notebook(ref_dir / "03_heap.ipynb")
+    for c in nb["cells"]:
+        if "check:heap" in c.get("metadata", {}).get("tags", []):
+            c["source"] = "raise SystemExit('edited check')"
+    write_notebook(nb, ref_dir / "03_heap.ipynb")
+    want["nb-ref"] = FULL
+    v.write_series(root / "nb-stubs", {})
+    want["nb-stubs"] = {t: (0, "not attempted") for t in TODOS}
+    # One notebook holding all five; a later untouched copy of a TODO cell does not override the work.
+    v.write_series(root / "single", v.REF, layout={"all.ipynb": TODOS + ["score"]})
+    nb = read_notebook(root / "single" / "all.ipynb")
+    last = tagged_cells(nb, "todo")["score"][-1]
+    nb["cells"][last]["source"] = v.stub("score")
+    write_notebook(nb, root / "single" / "all.ipynb")
+    # A class folder with a notebook directly inside would be one learner's folder: keep it out.
+    (root / "single" / "all.ipynb").rename(root.parent / "single.ipynb")
+    (root / "single").rmdir()
+    want["single.ipynb"] = FULL
+    # Wrong answers mixed with right ones across the series: each TODO is graded alone.
+    for k in range(5):
+        sources, expect = {}, {}
+        for i, t in enumerate(TODOS):
+            if (i + k) % 2 == 0:
+                sources[t], expect[t] = v.mutant(t, k), (0, "failed")
+            else:
+                sources[t], expect[t] = v.ALTERNATIVES[t][k % 2], (20, "passed")
+        v.write_series(root / f"nb-mixed-{k}", sources)
+        want[f"nb-mixed-{k}"] = expect
+
+    # Misbehaviour.
+    broken = v.write_series(root / "nb-broken", {"heap": LOOP, "stale": RAISES, "entry": SYNTAX, "snapshot": RENAMED,
+                                                 "score": v.REF["score"]})
+    nb = read_notebook(broken / "02_score.ipynb")
+    for c in nb["cells"]:
+        c.get("metadata", {}).pop("tags", None)  # the learner lost the tag
+    write_notebook(nb, broken / "02_score.ipynb")
+    want["nb-broken"] = {"score": (0, "not attempted"), "heap": (0, "timed out"), "stale": (0, "error"),
+                         "entry": (0, "error"), "snapshot": (0, "error")}
+    noisy = root / "noisy.py"
+    noisy.write_text("print('y' * 5_000_000)\n" + v.py_submission({"score": NOISY}), encoding="utf-8")
+    want["noisy.py"] = FULL
+    _py(root, "exits.py", {"entry": EXITS, "snapshot": DIES})
+    want["exits.py"] = {**FULL, "entry": (0, "error"), "snapshot": (0, "error")}
+    _py(root, "killer.py", {"snapshot": KILLS_KERNEL})
+    want["killer.py"] = {**FULL, "snapshot": (0, "error")}
+    _py(root, "hog.py", {"score": HOG})
+    want["hog.py"] = {**FULL, "score": (0, "error")}
+    _py(root, "cheats.py", CHEATS)
+    want["cheats.py"] = {"score": (0, "error"), "heap": (0, "error"), "stale": (0, "not attempted"),
+                         "entry": (0, "error"), "snapshot": (0, "failed")}
+    (root / "renamed.py").write_text(v.py_submission({}).replace("class KVCacheSchedulerSim", "class KVSim"))
+    want["renamed.py"] = {t: (0, "error") for t in TODOS}
+    (root / "syntax.py").write_text("class KVCacheSchedulerSim(:\n    pass\n")
+    want["syntax.py"] = {t: (0, "error") for t in TODOS}
+    return want
+
+
+@pytest.fixture(scope="module")
+def batch(tmp_path_factory):
+    root = tmp_path_factory.mktemp("submissions")
+    want = _build(root)
+    out = tmp_path_factory.mktemp("grades")
+    # The class folder itself is the argument: each entry in it is one submission.
+    code = grade_main([str(root), str(root.parent / "single.ipynb"), "--out", str(out), "--jobs", "2",
+                       "--timeout", "5"])
+    with open(out / "grades.csv", newline="", encoding="utf-8") as f:
+        rows = list(csv.DictReader(f))
+    return {"code": code, "rows": {Path(r["submission"]).name: r for r in rows}, "want": want, "out": out,
+            "header": rows and list(rows[0])}
+
+
+def _feedback(batch, name: str) -> str:
+    return (batch["out"] / "feedback" / (next(p.name for p in (batch["out"] / "feedback").iterdir()
+                                              if p.name.endswith(name + ".md")))).read_text()
+
+
+def test_batch_runs_and_writes_the_documented_columns(batch):
+    assert batch["code"] == 0
+    assert batch["header"] == ["submission", "score", "heap", "stale", "entry", "snapshot", "total", "status"]
+    assert set(batch["rows"]) == set(batch["want"]), "every submission is one row, the folders included"
+
+
+def _check(batch, name: str) -> None:
+    row, want = batch["rows"][name], batch["want"][name]
+    got = {t: int(row[t]) for t in TODOS}
+    assert got == {t: p for t, (p, _) in want.items()}, (name, row["status"])
+    assert int(row["total"]) == sum(got.values())
+    text = _feedback(batch, name)
+    for t, (_, status) in want.items():
+        assert f"## {t} ({TODO_METHODS[t]}): {status}," in text, (name, t, text)
+
+
+@pytest.mark.parametrize("name", ["ref.py", "chapter-answered.py", "nb-ref", "single.ipynb", "alt-0.py", "alt-1.py"])
+def test_reference_and_correct_variants_get_full_marks(batch, name):
+    _check(batch, name)
+    assert batch["rows"][name]["status"] == "ok"
+
+
+@pytest.mark.parametrize("name", ["chapter-stub.py", "skeleton.py", "nb-stubs"])
+def test_untouched_stubs_get_zero_marked_not_attempted(batch, name):
+    _check(batch, name)
+
+
+@pytest.mark.parametrize("todo,k", [(t, k) for t, m in v.MUTATIONS.items() for k in range(len(m))])
+def test_each_wrong_answer_loses_exactly_its_own_todo(batch, todo, k):
+    name = f"mut-{todo}-{k}.py"
+    _check(batch, name)
+    text = _feedback(batch, name)
+    assert "observed" in text and "expected" in text
+
+
+@pytest.mark.parametrize("k", range(5))
+def test_notebook_series_mixing_wrong_and_right_answers(batch, k):
+    _check(batch, f"nb-mixed-{k}")
+
+
+@pytest.mark.parametrize("name", ["nb-broken", "noisy.py", "exits.py", "killer.py", "hog.py", "cheats.py",
+                                  "renamed.py", "syntax.py"])
+def test_misbehaving_code_gets_a_clear_status_and_no_unearned_points(batch, name):
+    _check(batch, name)
+
+
+def test_statuses_and_feedback_say_what_happened(batch):
+    rows = batch["rows"]
+    assert rows["nb-broken"]["status"] == "heap: timed out; stale: error; entry: error; snapshot: error"
+    broken = _feedback(batch, "nb-broken")
+    assert "02_score.ipynb, cell 3 defines _score but is not tagged todo:score" in broken
+    assert "ran out of time" in broken and "ValueError: boom" in broken
+    assert "SyntaxError" in broken and "defines no function named snapshot (it defines snap)" in broken
+    exits = _feedback(batch, "exits.py")
+    assert "SystemExit: 3" in exits and "exited with status 7" in exits
+    assert "MemoryError" in _feedback(batch, "hog.py")
+    assert "printed" in _feedback(batch, "noisy.py")
+    assert "defines no class KVCacheSchedulerSim (it defines KVSim)" in _feedback(batch, "renamed.py")
+    cheats = rows["cheats.py"]["status"]
+    assert "review:" in cheats and "imports solutions" in cheats
+    text = _feedback(batch, "cheats.py")
+    assert "No module named 'solutions'" in text and "kvsched_lab.grading" in text
+    assert "No such file" in text  # the reference is not next to the kernel's kvsched_lab
+
+
+def test_feedback_shows_no_hidden_code(batch):
+    hidden = (ROOT / "kvsched_lab" / "grading" / "cases.py").read_text() + (ROOT / "solutions" / "scheduler.py").read_text()
+    lines = {ln.strip() for ln in hidden.splitlines() if len(ln.strip()) >= 28 and not ln.strip().startswith("#")}
+    for path in (batch["out"] / "feedback").iterdir():
+        text = path.read_text()
+        leaked = [ln for ln in lines if ln in text]
+        # the learner's own code is never echoed either, so the reference's lines cannot appear
+        assert not leaked, (path.name, leaked[:3])
+
+
+def test_class_folder_expansion_and_folder_merging(tmp_path):
+    v.write_series(tmp_path / "alice", v.REF)
+    (tmp_path / "bob.py").write_text(v.py_submission({}))
+    (tmp_path / ".hidden").mkdir()
+    assert [Path(n).name for n, _ in discover([str(tmp_path)])] == ["alice", "bob.py"]
+    sub = load("alice", tmp_path / "alice", known_stubs())
+    assert {t: s.status for t, s in sub.todos.items()} == {t: "run" for t in TODOS}
+    assert sub.todos["stale"].origin == "04_evict.ipynb, cell 3"
+
+
+def test_float_tolerance_is_relative():
+    assert same([1.0, [2.0]], [1.0 + 1e-12, [2.0]])
+    assert not same(1.0, 1.0 + 1e-6)
+    assert not same(True, 1) and same(3, 3.0)
+
+
+def test_the_real_course_notebooks(tmp_path):
+    """The real notebooks/ filled with the reference get 100; untouched they get 0, not attempted."""
+    notebooks = sorted((ROOT / "notebooks").glob("*.ipynb"))
+    if not any(tagged_cells(read_notebook(p), "todo") for p in notebooks):
+        pytest.skip("notebooks/ has no todo:* cells yet")
+    filled, untouched = tmp_path / "filled", tmp_path / "untouched"
+    for d in (filled, untouched):
+        d.mkdir()
+    for p in notebooks:
+        nb = read_notebook(p)
+        write_notebook(fill_todos(nb, reference_sources()), filled / p.name)
+        write_notebook(nb, untouched / p.name)
+    out = tmp_path / "out"
+    assert grade_main([str(filled), str(untouched), "--out", str(out), "--jobs", "2"]) == 0
+    rows = {Path(r["submission"]).name: r for r in csv.DictReader(open(out / "grades.csv"))}
+    assert rows["filled"]["total"] == "100" and rows["filled"]["status"] == "ok"
+    assert rows["untouched"]["total"] == "0"
+    assert "not attempted" in (out / "feedback" / next(p.name for p in (out / "feedback").iterdir()
+                                                       if "untouched" in p.name)).read_text()
+
+
+def test_grading_notebook_is_valid_nbformat(tmp_path):
+    from kvsched_lab.grading.grade import _grading_notebook
+    from kvsched_lab.grading.submissions import TodoSource
+
+    nb = _grading_notebook({"score": TodoSource("run", "cell", v.REF["score"], "x")}, "grading.json")
+    nbformat.validate(nbformat.reads(json.dumps(nb), as_version=4))
+
+
+# --------------------------------------------------------------------------- kvsched release
+
+def _course(tmp_path: Path) -> Path:
+    """A small course: the series with stub TODO cells and their checks, one cell run with output."""
+    nbs = v.write_series(tmp_path / "course", {})
+    nb = read_notebook(nbs / "02_score.ipynb")
+    nb["cells"][1]["outputs"] = [{"output_type": "stream", "name": "stdout", "text": "setup\n"}]
+    nb["cells"][1]["execution_count"] = 3
+    nb["cells"][1]["metadata"]["scrolled"] = True
+    write_notebook(nb, nbs / "02_score.ipynb")
+    return nbs
+
+
+def test_release_builds_a_bundle_that_verifies_itself(tmp_path):
+    from kvsched_lab.grading import release_main
+
+    out = tmp_path / "bundle"
+    assert release_main([str(out), "--notebooks", str(_course(tmp_path)), "--timeout", "60"]) == 0
+    assert (out / "kvsched_lab" / "scheduler.py").is_file() and (out / "README.md").is_file()
+    for gone in ("solutions", "tests", "kvsched_lab/grading"):
+        assert not (out / gone).exists()
+    nb = read_notebook(out / "notebooks" / "02_score.ipynb")
+    assert all(c.get("outputs", []) == [] and c.get("execution_count") is None for c in nb["cells"]
+               if c["cell_type"] == "code")
+    assert tagged_cells(nb, "todo") == {"score": [2]}, "tags survive the cleaning"
+    assert release_main([str(out), "--notebooks", str(_course(tmp_path / "again"))]) == 2, "no silent overwrite"
+
+
+def test_release_checks_catch_leaks_dirt_and_failing_cells(tmp_path):
+    from kvsched_lab.grading.release import (build_release, find_leaks, forbidden_lines, nbval_only_checks_fail,
+                                             unclean_notebooks)
+
+    forbidden = forbidden_lines()
+    assert "is_stale = (priority, last_used) != (entry.priority, entry.last_used)" in forbidden
+    assert not any("_check_touch" in line or "heappop" in line for line in forbidden), "given code is no leak"
+    nbs = _course(tmp_path)
+    bundle = build_release(tmp_path / "bundle", nbs)
+    assert find_leaks(bundle, forbidden) == [] and unclean_notebooks(bundle) == []
+    # an answer pasted into the package, a run notebook, a failing cell that is not a check
+    with open(bundle / "kvsched_lab" / "course" / "__init__.py", "a") as f:
+        f.write("\n#    score = reuse_bonus + 0.5 * recency - 0.25 * size_penalty  # oops\n")
+    assert any("kvsched_lab/course/__init__.py" in leak for leak in find_leaks(bundle, forbidden))
+    shutil.copyfile(nbs / "02_score.ipynb", bundle / "notebooks" / "02_score.ipynb")
+    assert unclean_notebooks(bundle) == ["notebooks/02_score.ipynb has outputs, execution counts or run metadata"]
+    for p in (bundle / "notebooks").glob("*.ipynb"):
+        p.unlink()
+    write_notebook(v.notebook([("x = 1", []), ("raise RuntimeError('broken demo')", []),
+                               ("assert False", ["check:score"])]), bundle / "notebooks" / "01.ipynb")
+    problems, warnings = nbval_only_checks_fail(bundle, cell_timeout=60)
+    assert len(problems) == 1 and "code cell 2 fails with the stubs" in problems[0], problems
+    assert warnings == []

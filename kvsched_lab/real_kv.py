@@ -9,6 +9,7 @@ fast on a CPU; hits in blocks are unaffected.
 from __future__ import annotations
 
 import dataclasses
+import sys
 import time
 from typing import Any, Callable, Dict, Iterable, List, Optional, Union
 
@@ -31,6 +32,7 @@ def real_kv_replay(
     model_config: Optional[TinyDecoderConfig] = None,
     block_bytes: Optional[int] = None,
     check_every: Optional[int] = 20,
+    progress: bool = False,
 ) -> Dict[str, Any]:
     """Serve `requests` (objects with ``.hash_ids``, already in timestamp order) and report the cost.
 
@@ -69,7 +71,14 @@ def real_kv_replay(
 
     protocol_hit_blocks = block_refs = requests_checked = 0
     max_abs_logit_diff = 0.0
+    bar = None
+    if progress:
+        from tqdm.auto import tqdm
+
+        bar = tqdm(total=len(reqs), desc="real-KV replay", unit="req", file=sys.stderr, leave=False)
     for i, (req, tokens) in enumerate(zip(reqs, token_lists)):
+        if bar is not None:
+            bar.update(1)
         result = engine.serve_tokens(tokens)
         protocol_hit_blocks += result.num_hit_blocks
         block_refs += len(req.hash_ids)
@@ -80,6 +89,8 @@ def real_kv_replay(
             requests_checked += 1
             engine.check_consistency()
     engine.check_consistency()
+    if bar is not None:
+        bar.close()
 
     return {
         "requests": len(reqs),

@@ -1,0 +1,354 @@
+"""Interactive explorers for the notebooks: a score-weights explorer and a step-through heap viewer.
+
+Each widget is a thin layer of core ipywidgets (they work on Colab without a custom widget
+manager) over a plain function that does all the work and is tested headless:
+
+* `explorer_state(weights, capacity)` replays a small trace through `WeightedScorePolicy`, a
+  weighted version of the chapter's score, and says what the hit rate is and what got evicted;
+  `score_explorer()` puts sliders in front of it.
+* `record_heap_steps(touches)` records the chapter scheduler's heap after every touch and
+  `heap_view(steps, i)` lists step `i`'s heap records in pop order, each marked live or stale;
+  `heap_viewer()` steps through them with prev/next buttons.
+
+No module-level mutable state: every widget keeps its own state in its closure, so re-running
+a cell builds a fresh, independent widget.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from heapq import heapify, heappop, heappush
+from typing import Any, Dict, Hashable, List, Optional, Sequence, Tuple
+
+from kvsched_lab.policies.base import Policy
+
+Weights = Tuple[float, float, float]  # (reuse, recency, size)
+CHAPTER_WEIGHTS: Weights = (1.0, 0.5, 0.25)  # the chapter's score: 1*reuse + 0.5*recency - 0.25*size
+Segments = List[List[Tuple[Hashable, int]]]  # per request: (entry key, size in blocks), head to tail
+
+
+def weighted_score(hits: int, size: int, age: int, capacity: int, weights: Weights = CHAPTER_WEIGHTS) -> float:
+    """The chapter's score with free weights: ``w_reuse*hits + w_recency/(1+age) - w_size*size/capacity``.
+
+    `age` is the number of touches since the entry's last use. The chapter only ever
+    evaluates its score at the moment of a touch, where ``age == 0`` and recency is 1.
+    """
+    w_reuse, w_recency, w_size = weights
+    return w_reuse * hits + w_recency / (1.0 + max(age, 0)) - w_size * size / max(capacity, 1)
+
+
+class WeightedScorePolicy(Policy):
+    """Evict the entry with the lowest weighted score (ties: older last use first).
+
+    ``rescore=False`` is the chapter's scheme: the score is computed when an entry is touched
+    (recency is then 1 for everybody) and frozen in a lazy min-heap, so the recency weight adds
+    the same constant to every entry and cannot change a single decision. ``rescore=True``
+    re-evaluates every live entry's score at eviction time, with its real age, the way Marconi
+    rescores (REFERENCE.md section 4); that is an O(live entries) scan per eviction, fine for
+    the small traces of the explorer. Evictions are recorded in ``evicted`` as
+    ``(key, size, hits, age)``.
+    """
+
+    name = "weighted-score"
+
+    def __init__(self, capacity_bytes: int, *, weights: Weights = CHAPTER_WEIGHTS, rescore: bool = False,
+                 future: Optional[Sequence[Hashable]] = None) -> None:
+        super().__init__(capacity_bytes, future=future)
+        self.weights = tuple(float(w) for w in weights)
+        if len(self.weights) != 3:
+            raise ValueError(f"weights must be (reuse, recency, size), got {weights!r}")
+        self.rescore = bool(rescore)
+        self.meta: Dict[Hashable, List[int]] = {}  # key -> [hits, last_used]
+        self.heap: List[Tuple[float, int, Hashable]] = []  # (frozen score, last_used, key); lazy
+        self.evicted: List[Tuple[Hashable, int, int, int]] = []
+
+    def _push(self, key: Hashable) -> None:
+        if self.rescore:
+            return  # nothing is frozen: victim() scores everybody afresh
+        hits, last_used = self.meta[key]
+        heappush(self.heap, (weighted_score(hits, self.entries[key], 0, self.capacity_bytes, self.weights),
+                             last_used, key))
+        if len(self.heap) > 2 * len(self.meta) + 64:  # stale records outnumber live ones: rebuild
+            self.heap = [(weighted_score(h, self.entries[k], 0, self.capacity_bytes, self.weights), t, k)
+                         for k, (h, t) in self.meta.items()]
+            heapify(self.heap)
+
+    def on_hit(self, key: Hashable) -> None:
+        meta = self.meta[key]
+        meta[0] += 1
+        meta[1] = self.time
+        self._push(key)
+
+    def on_insert(self, key: Hashable, size: int) -> None:
+        self.meta[key] = [1, self.time]
+        self._push(key)
+
+    def victim(self) -> Hashable:
+        if self.rescore:
+            now, cap, w = self.time, self.capacity_bytes, self.weights
+            return min(self.meta, key=lambda k: (weighted_score(self.meta[k][0], self.entries[k],
+                                                                now - self.meta[k][1], cap, w), self.meta[k][1]))
+        while True:
+            _, last_used, key = heappop(self.heap)
+            meta = self.meta.get(key)
+            if meta is not None and meta[1] == last_used:  # last_used is unique per push: a version
+                return key
+
+    def on_evict(self, key: Hashable, size: int) -> None:
+        hits, last_used = self.meta.pop(key)
+        self.evicted.append((key, size, hits, self.time - last_used))
+
+
+# -- the score-weights explorer ------------------------------------------------------------------
+def segment_requests(requests: Sequence[Any]) -> Segments:
+    """Cut each request's chained block ids into radix-tree-like entries of several blocks.
+
+    A run of blocks stays one entry as long as no request branches off or stops inside it, the
+    way a radix tree (SGLang) keeps one node per unbranched run of tokens. The cut is computed
+    from the whole list at once (a real radix tree splits a node when a branch first appears),
+    which keeps every entry's size fixed. Entries then differ in size (a system prompt, a turn,
+    a long one-off document), which is what gives the chapter's size penalty something to do:
+    with one block per entry every size is the same and the penalty changes nothing.
+    """
+    children: Dict[Hashable, set] = {}
+    ends = set()
+    for req in requests:
+        ids = req.hash_ids
+        for parent, child in zip(ids, ids[1:]):
+            children.setdefault(parent, set()).add(child)
+        if ids:
+            ends.add(ids[-1])
+    out: Segments = []
+    for req in requests:
+        segs: List[Tuple[Hashable, int]] = []
+        for i, block in enumerate(req.hash_ids):
+            parent = req.hash_ids[i - 1] if i else None
+            if i == 0 or parent in ends or len(children[parent]) > 1:
+                segs.append((block, 1))  # a new entry starts here; keyed by its first block
+            else:
+                key, n = segs[-1]
+                segs[-1] = (key, n + 1)
+        out.append(segs)
+    return out
+
+
+def explorer_trace(num_requests: int = 300, seed: int = 0) -> Segments:
+    """The explorer's default workload: the seeded synthetic trace, cut into radix-like entries."""
+    from kvsched_lab.traces import synthetic_trace
+
+    return segment_requests(synthetic_trace(num_requests, seed=seed))
+
+
+def replay_segments(policy: Policy, segments: Segments) -> Tuple[int, int]:
+    """The replay protocol over variable-size entries; returns (prefix-hit blocks, block refs).
+
+    A request's prefix hit is the blocks of its leading run of cached entries at arrival; then
+    each entry is touched head to tail with its size in blocks (capacity is in blocks too).
+    """
+    entries, touch = policy.entries, policy.touch
+    hits = refs = 0
+    for segs in segments:
+        for key, n in segs:
+            if key not in entries:
+                break
+            hits += n
+        for key, n in segs:
+            refs += n
+            touch(key, n)
+    return hits, refs
+
+
+def explorer_state(weights: Weights = CHAPTER_WEIGHTS, capacity: int = 400, *, rescore: bool = False,
+                   segments: Optional[Segments] = None, baseline: str = "lru") -> Dict[str, Any]:
+    """Replay `segments` (default `explorer_trace()`) through the weighted score; what happened.
+
+    Keys: weights, capacity (blocks), rescore, hit_rate, baseline, baseline_hit_rate (the
+    library policy `baseline` on the same entries), evictions, evicted (a list of dicts
+    ``key, blocks, hits, age``, in eviction order), mean_evicted_blocks, mean_evicted_hits,
+    mean_evicted_age (touches since last use, at eviction).
+    """
+    from kvsched_lab.policies import make_policy
+
+    segments = explorer_trace() if segments is None else segments
+    largest = max((n for segs in segments for _, n in segs), default=1)
+    if capacity < largest:
+        raise ValueError(f"capacity={capacity} blocks cannot hold the largest entry ({largest} blocks)")
+    policy = WeightedScorePolicy(capacity, weights=weights, rescore=rescore)
+    hits, refs = replay_segments(policy, segments)
+    base_hits, _ = replay_segments(make_policy(baseline, capacity), segments)
+    evicted = [{"key": k, "blocks": n, "hits": h, "age": a} for k, n, h, a in policy.evicted]
+
+    def mean(field: str) -> float:
+        return sum(e[field] for e in evicted) / len(evicted) if evicted else 0.0
+
+    return {
+        "weights": tuple(policy.weights), "capacity": capacity, "rescore": policy.rescore,
+        "hit_rate": hits / refs if refs else 0.0,
+        "baseline": baseline, "baseline_hit_rate": base_hits / refs if refs else 0.0,
+        "evictions": len(evicted), "evicted": evicted,
+        "mean_evicted_blocks": mean("blocks"), "mean_evicted_hits": mean("hits"),
+        "mean_evicted_age": mean("age"),
+    }
+
+
+def describe_state(state: Dict[str, Any]) -> str:
+    """One paragraph of plain text about an `explorer_state` result."""
+    w = state["weights"]
+    mode = "re-scored at eviction" if state["rescore"] else "frozen at touch time (the chapter)"
+    return (f"weights reuse={w[0]:g}, recency={w[1]:g}, size={w[2]:g}; score {mode}; "
+            f"capacity {state['capacity']} blocks\n"
+            f"prefix-hit rate {state['hit_rate']:.1%} ({state['baseline']}: {state['baseline_hit_rate']:.1%}); "
+            f"{state['evictions']} evictions; evicted entries average {state['mean_evicted_blocks']:.1f} blocks, "
+            f"{state['mean_evicted_hits']:.2f} hits, unused for {state['mean_evicted_age']:.0f} touches")
+
+
+def score_explorer(segments: Optional[Segments] = None, capacity: int = 400):
+    """Sliders for the three weights and the capacity, a re-score toggle, and the result plotted."""
+    import ipywidgets as w
+    import matplotlib.pyplot as plt
+    from kvsched_lab.plots import plot_explorer_state
+
+    segments = explorer_trace() if segments is None else segments
+    largest = max(n for segs in segments for _, n in segs)
+    style = {"description_width": "initial"}
+    reuse = w.FloatSlider(value=CHAPTER_WEIGHTS[0], min=0, max=3, step=0.25, description="reuse weight", style=style)
+    recency = w.FloatSlider(value=CHAPTER_WEIGHTS[1], min=0, max=100, step=0.5, description="recency weight",
+                            style=style)
+    size = w.FloatSlider(value=CHAPTER_WEIGHTS[2], min=0, max=20, step=0.25, description="size weight", style=style)
+    cap = w.IntSlider(value=max(capacity, largest), min=largest, max=max(4 * capacity, 2 * largest), step=25,
+                      description="capacity (blocks)", style=style)
+    rescore = w.Checkbox(value=False, description="re-score at eviction", indent=False)
+    out = w.Output()
+
+    def update(_change=None) -> None:
+        state = explorer_state((reuse.value, recency.value, size.value), cap.value, rescore=rescore.value,
+                               segments=segments)
+        with out:
+            out.clear_output(wait=True)
+            print(describe_state(state))
+            plot_explorer_state(state)
+            plt.show()
+
+    for control in (reuse, recency, size, cap, rescore):
+        control.observe(update, names="value")
+    update()
+    box = w.VBox([w.HBox([reuse, recency, size]), w.HBox([cap, rescore]), out])
+    return box
+
+
+# -- the step-through heap viewer ----------------------------------------------------------------
+# The chapter's six requests (REFERENCE.md section 1), then more hits so stale records pile up.
+DEFAULT_TOUCHES: Tuple[Tuple[str, int], ...] = (
+    ("a", 40), ("b", 48), ("a", 40), ("c", 56), ("d", 48), ("a", 40),
+    ("d", 48), ("a", 40), ("e", 32), ("d", 48), ("a", 40), ("f", 24), ("e", 32), ("a", 40),
+)
+
+
+@dataclass(frozen=True)
+class HeapStep:
+    """The scheduler after touch number `index` (0: before any touch)."""
+
+    index: int
+    touch: Optional[Tuple[Hashable, int]]  # the (prefix, bytes) just touched; None at step 0
+    events: Tuple[str, ...]  # the log lines that touch wrote
+    records: Tuple[Tuple[float, int, Hashable], ...]  # the heap's records, in heap (array) order
+    entries: Tuple[Tuple[Hashable, float, int, int, int], ...]  # (prefix, priority, last_used, hits, bytes)
+
+
+def record_heap_steps(touches: Sequence[Tuple[Hashable, int]] = DEFAULT_TOUCHES, capacity_bytes: int = 128,
+                      scheduler: Any = None) -> List[HeapStep]:
+    """Touch each ``(prefix, bytes)`` in turn and record the heap and the live entries after each.
+
+    `scheduler` is any chapter-style scheduler with ``queue`` and ``entries`` (values with
+    ``priority``, ``last_used``, ``hits``, ``bytes``): the reference, yours, or by default the
+    library's `seed` policy, which keeps the same heap records as the chapter's scheduler.
+    """
+    if scheduler is None:
+        from kvsched_lab.policies.seed import SeedPolicy
+
+        scheduler = SeedPolicy(capacity_bytes)
+
+    def snap(index: int, touch: Optional[Tuple[Hashable, int]], events: Sequence[str]) -> HeapStep:
+        entries = tuple((k, e.priority, e.last_used, e.hits, e.bytes) for k, e in scheduler.entries.items())
+        return HeapStep(index, touch, tuple(events), tuple(scheduler.queue), entries)
+
+    steps = [snap(0, None, ())]
+    for i, (prefix, bytes_) in enumerate(touches, start=1):
+        before = len(scheduler.log)
+        scheduler.touch(prefix, bytes_)
+        steps.append(snap(i, (prefix, bytes_), [str(x) for x in scheduler.log[before:]]))
+    return steps
+
+
+LIVE, STALE_RESCORED, STALE_EVICTED = "live", "stale: re-scored since", "stale: entry evicted"
+
+
+def heap_view(steps: Sequence[HeapStep], step: int) -> List[Dict[str, Any]]:
+    """Step `step`'s heap records in pop order (lowest first), each with its status.
+
+    A record is live when it matches its prefix's entry (same priority and last_used); stale
+    when the entry was re-scored after the push (a newer record exists) or was evicted.
+    Popping skips stale records, so the first live row is the next victim.
+    """
+    s = steps[step]
+    live = {k: (p, t) for k, p, t, _, _ in s.entries}
+    rows = []
+    for priority, last_used, prefix in sorted(s.records, key=lambda r: (r[0], r[1])):
+        if prefix not in live:
+            status = STALE_EVICTED
+        elif live[prefix] != (priority, last_used):
+            status = STALE_RESCORED
+        else:
+            status = LIVE
+        rows.append({"priority": priority, "last_used": last_used, "prefix": prefix, "status": status})
+    return rows
+
+
+def heap_view_html(steps: Sequence[HeapStep], step: int) -> str:
+    """Step `step` as HTML: what happened, the heap records (stale ones struck through) and the entries."""
+    import html
+
+    s = steps[step]
+    rows = heap_view(steps, step)
+    stale = sum(r["status"] != LIVE for r in rows)
+    what = "before any touch" if s.touch is None else \
+        f"touch #{s.index}: {s.touch[0]!r} ({s.touch[1]} bytes) &rarr; {html.escape(', '.join(s.events))}"
+    head = (f"<b>{what}</b><br>heap: {len(rows)} records, {len(rows) - stale} live, "
+            f"<b>{stale} stale</b> (marked STALE and struck through); live entries: {len(s.entries)}")
+    body = []
+    for r in rows:
+        cells = (f"{r['priority']:.4f}", r["last_used"], html.escape(repr(r["prefix"])))
+        if r["status"] == LIVE:
+            body.append("<tr>" + "".join(f"<td>{c}</td>" for c in cells) + "<td>live</td></tr>")
+        else:
+            body.append("<tr style='color:#777'>" + "".join(f"<td><s>{c}</s></td>" for c in cells)
+                        + f"<td>STALE ({r['status'].split(': ')[1]})</td></tr>")
+    records = ("<table><tr><th>priority</th><th>last_used</th><th>prefix</th><th>status</th></tr>"
+               + "".join(body) + "</table>")
+    entries = "".join(f"<tr><td>{html.escape(repr(k))}</td><td>{p:.4f}</td><td>{t}</td><td>{h}</td><td>{b}</td></tr>"
+                      for k, p, t, h, b in sorted(s.entries, key=lambda e: (e[1], e[2])))
+    entries = ("<table><tr><th>prefix</th><th>priority</th><th>last_used</th><th>hits</th><th>bytes</th></tr>"
+               + entries + "</table>")
+    return (f"<div>{head}<div style='display:flex;gap:2em'><div><i>heap records, pop order</i>{records}</div>"
+            f"<div><i>live entries</i>{entries}</div></div></div>")
+
+
+def heap_viewer(touches: Sequence[Tuple[Hashable, int]] = DEFAULT_TOUCHES, capacity_bytes: int = 128,
+                scheduler: Any = None):
+    """Prev/next buttons and a slider over `record_heap_steps(...)`, showing `heap_view_html`."""
+    import ipywidgets as w
+
+    steps = record_heap_steps(touches, capacity_bytes, scheduler)
+    prev_b = w.Button(description="◀ prev", layout=w.Layout(width="6em"))
+    next_b = w.Button(description="next ▶", layout=w.Layout(width="6em"))
+    slider = w.IntSlider(value=0, min=0, max=len(steps) - 1, description="step")
+    view = w.HTML()
+
+    def show(_change=None) -> None:
+        view.value = heap_view_html(steps, slider.value)
+
+    prev_b.on_click(lambda _b: setattr(slider, "value", max(slider.value - 1, 0)))
+    next_b.on_click(lambda _b: setattr(slider, "value", min(slider.value + 1, len(steps) - 1)))
+    slider.observe(show, names="value")
+    show()
+    box = w.VBox([w.HBox([prev_b, slider, next_b]), view])
+    return box

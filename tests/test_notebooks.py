@@ -1,0 +1,275 @@
+"""The notebook series: clean, well-formed, and runs top to bottom (nbval, like `nbgrader validate`).
+
+Every ``notebooks/*.ipynb`` is picked up. Two nbval runs, each a pytest subprocess in its own
+temporary folder with its own ``KVSCHED_ANSWERS``, run side by side:
+
+- **filled**: every TODO cell holds the reference method: every cell passes;
+- **stub**: the notebooks as shipped: exactly the check cells fail (``validate --invert``), nothing else;
+- then, in the stub run, copies with the chapter's answer line pasted into ONE TODO stub:
+  exactly that check turns green.
+"""
+from __future__ import annotations
+
+import json
+import os
+import re
+import subprocess
+import sys
+import time
+from collections import defaultdict
+from pathlib import Path
+
+import pytest
+
+from kvsched_lab.course.checks import grade
+from kvsched_lab.scheduler import TODO_METHODS
+from kvsched_lab.todos import (
+    cell_source, fill_todos, load_method, read_notebook, reference_sources, tagged_cells, write_notebook,
+)
+
+ROOT = Path(__file__).resolve().parents[1]
+NOTEBOOKS = sorted((ROOT / "notebooks").glob("*.ipynb"))
+CELL_TIMEOUT_S = 120
+PER_NOTEBOOK_BUDGET_S = 60  # filled notebooks, 2 CPU cores
+
+# The chapter's own answer line for each TODO, as a learner would paste it.
+CHAPTER_ANSWERS = {
+    "score": "score = reuse_bonus + 0.5 * recency - 0.25 * size_penalty",
+    "heap": "queue_item = (entry.priority, entry.last_used, prefix)",
+    "stale": "is_stale = (priority, last_used) != (entry.priority, entry.last_used)",
+    "entry": "entry = CacheEntry(priority=0.0, last_used=self.time, prefix=prefix, hits=1, bytes=bytes_)",
+    "snapshot": "ordered_entries = sorted(self.entries.values(), key=lambda e: (-e.priority, e.last_used, e.prefix))",
+}
+
+# Records every cell's outcome and duration: more robust than parsing junit names.
+_RECORDER = '''
+import json
+from pathlib import Path
+
+OUT = Path(__file__).parent / "nbval_results.jsonl"
+
+
+def pytest_runtest_logreport(report):
+    if report.when == "call" or report.outcome != "passed":
+        with OUT.open("a") as f:
+            f.write(json.dumps({"nodeid": report.nodeid, "when": report.when, "outcome": report.outcome,
+                                "duration": report.duration,
+                                "text": str(report.longrepr)[-3000:] if report.failed else ""}) + "\\n")
+'''
+
+
+def code_cells(nb):
+    return [c for c in nb["cells"] if c["cell_type"] == "code"]
+
+
+def cell_tags(cell):
+    return cell.get("metadata", {}).get("tags", [])
+
+
+def paste(source: str, line: str) -> str:
+    """The stub source with its `raise NotImplementedError(...)` line replaced by `line`."""
+    out, done = [], False
+    for src_line in source.splitlines():
+        if not done and src_line.strip().startswith("raise NotImplementedError("):
+            out.append(src_line[: len(src_line) - len(src_line.lstrip())] + line)
+            done = True
+        else:
+            out.append(src_line)
+    assert done, "a TODO stub must have one `raise NotImplementedError(...)` line to replace"
+    return "\n".join(out)
+
+
+class Run:
+    """One nbval subprocess over some notebooks in a fresh folder with fresh answers."""
+
+    def __init__(self, folder: Path, notebooks: dict):
+        self.folder = folder
+        self.answers = folder / "answers"
+        folder.mkdir(parents=True)
+        (folder / "pytest.ini").write_text("[pytest]\n")
+        (folder / "conftest.py").write_text(_RECORDER)
+        self.names = []
+        for name, nb in notebooks.items():
+            write_notebook(nb, folder / name)
+            self.names.append(name)
+        # Two runs share the 2 CI cores; one torch thread each avoids spin-wait contention
+        # that slows a tiny model's prefill several-fold.
+        env = dict(os.environ, KVSCHED_ANSWERS=str(self.answers), PYTHONDONTWRITEBYTECODE="1", OMP_NUM_THREADS="1",
+                   PYTHONPATH=os.pathsep.join([str(ROOT)] + [p for p in [os.environ.get("PYTHONPATH")] if p]))
+        cmd = [sys.executable, "-m", "pytest", "--nbval-lax", "--nbval-current-env",
+               f"--nbval-cell-timeout={CELL_TIMEOUT_S}", "-p", "no:cacheprovider", "-q",
+               "-c", str(folder / "pytest.ini"), "--rootdir", str(folder), *self.names]
+        self.start = time.perf_counter()
+        self.proc = subprocess.Popen(cmd, cwd=folder, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                                     text=True)
+        self.output = ""
+        self.wall = 0.0
+
+    def wait(self):
+        self.output, _ = self.proc.communicate(timeout=600)
+        self.wall = time.perf_counter() - self.start
+        results = self.folder / "nbval_results.jsonl"
+        self.records = [json.loads(l) for l in results.read_text().splitlines()] if results.exists() else []
+        return self
+
+    def failed_cells(self):
+        """``{notebook: {code cell index: failure text}}``."""
+        out = defaultdict(dict)
+        for r in self.records:
+            if r["outcome"] == "failed":
+                nb, _, cell = r["nodeid"].partition("::")
+                m = re.fullmatch(r"Cell (\d+)", cell)
+                out[nb][int(m.group(1)) if m else cell] = r["text"]
+        return dict(out)
+
+    def seconds_per_notebook(self):
+        out = defaultdict(float)
+        for r in self.records:
+            out[r["nodeid"].partition("::")[0]] += r["duration"]
+        return dict(out)
+
+
+@pytest.fixture(scope="module")
+def runs(tmp_path_factory):
+    base = tmp_path_factory.mktemp("nbval")
+    nbs = {p.name: read_notebook(p) for p in NOTEBOOKS}
+    refs = reference_sources()
+    filled = {name: fill_todos(nb, refs) for name, nb in nbs.items()}
+    pasted = {}
+    for name, nb in nbs.items():
+        for todo, idx in tagged_cells(nb, "todo").items():
+            src = paste(cell_source(nb["cells"][idx[-1]]), CHAPTER_ANSWERS[todo])
+            pasted[f"paste_{todo}__{name}"] = fill_todos(nb, {todo: src})
+    # Two subprocesses side by side (one per core). The pasted copies run after the stubs in the
+    # same kernel-per-notebook run: the stubs start from an empty answers folder and save nothing.
+    started = {"filled": Run(base / "filled", filled), "stub": Run(base / "stub", {**nbs, **pasted})}
+    done = {k: r.wait() for k, r in started.items()}
+    for k, r in done.items():
+        print(f"nbval {k}: {len(r.names)} notebooks in {r.wall:.1f} s")
+        for nb, secs in sorted(r.seconds_per_notebook().items()):
+            print(f"    {nb}: {secs:.1f} s")
+    return done
+
+
+def _check_cell_indices(nb):
+    """``{code cell index: TODO name}`` for the check cells of `nb`."""
+    out = {}
+    for i, cell in enumerate(code_cells(nb)):
+        for tag in cell_tags(cell):
+            kind, _, name = tag.partition(":")
+            if kind == "check":
+                out[i] = name
+    return out
+
+
+# --------------------------------------------------------------------------- executed
+
+
+def test_filled_notebooks_pass_every_cell(runs):
+    run = runs["filled"]
+    assert run.proc.returncode == 0 and not run.failed_cells(), run.output[-6000:]
+    ran = {r["nodeid"].partition("::")[0] for r in run.records}
+    assert ran == set(run.names), "some notebook did not run"
+
+
+def test_filled_notebooks_are_fast_enough(runs):
+    slow = {nb: s for nb, s in runs["filled"].seconds_per_notebook().items() if s > PER_NOTEBOOK_BUDGET_S}
+    assert not slow, f"notebooks over {PER_NOTEBOOK_BUDGET_S} s: {slow}"
+
+
+def test_filled_run_saved_all_five_answers_from_the_kernel(runs):
+    # inspect.getsource works on functions defined in notebook cells, and answers carry over.
+    saved = {p.stem: json.loads(p.read_text()) for p in runs["filled"].answers.glob("*.json")}
+    assert set(saved) == set(TODO_METHODS)
+    assert all(r["status"] == "passed" and r["source"].startswith("def ") for r in saved.values())
+
+
+def test_stub_notebooks_fail_exactly_their_check_cells(runs):
+    run = runs["stub"]
+    failed = run.failed_cells()
+    ran = {r["nodeid"].partition("::")[0] for r in run.records}
+    assert ran == set(run.names), "some notebook did not run"
+    for path in NOTEBOOKS:
+        checks = _check_cell_indices(read_notebook(path))
+        got = failed.get(path.name, {})
+        assert set(got) == set(checks), (path.name, sorted(got), sorted(checks), run.output[-4000:])
+        for i, text in got.items():
+            assert "not attempted" in text and f"lab.hint('{checks[i]}')" in text, (path.name, i, text[-800:])
+
+
+def test_pasting_the_chapters_answer_turns_exactly_its_check_green(runs):
+    run = runs["stub"]
+    failed = run.failed_cells()
+    pasted = [name for name in run.names if name.startswith("paste_")]
+    assert len(pasted) == len(TODO_METHODS)
+    for name in pasted:
+        todo = re.match(r"paste_(\w+?)__", name).group(1)
+        nb = read_notebook(run.folder / name)
+        checks = _check_cell_indices(nb)
+        should_fail = {i for i, n in checks.items() if n != todo}
+        assert set(failed.get(name, {})) == should_fail, (name, failed.get(name), run.output[-4000:])
+    # Only the pasted answers were saved (untouched stubs never save), and each of them passes.
+    saved = {p.stem: json.loads(p.read_text())["status"] for p in run.answers.glob("*.json")}
+    assert saved == {todo: "passed" for todo in TODO_METHODS}
+
+
+# --------------------------------------------------------------------------- static
+
+
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.name)
+def test_notebook_is_committed_clean(path):
+    nb = read_notebook(path)
+    assert nb["nbformat"] == 4 and nb["metadata"]["kernelspec"]["name"] == "python3"
+    for cell in code_cells(nb):
+        assert cell.get("outputs") == [] and cell.get("execution_count") is None, cell_source(cell)[:80]
+
+
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.name)
+def test_every_todo_cell_is_followed_by_its_check_cell(path):
+    nb = read_notebook(path)
+    cells = nb["cells"]
+    for name, idx in tagged_cells(nb, "todo").items():
+        assert name in TODO_METHODS and len(idx) == 1, (name, idx)
+        nxt = cells[idx[0] + 1]
+        assert nxt["cell_type"] == "code" and cell_tags(nxt) == [f"check:{name}"], (name, cell_tags(nxt))
+        assert cell_source(nxt).strip() == f'lab.check("{name}", {TODO_METHODS[name]})'
+        stub = load_method(name, cell_source(cells[idx[0]]))
+        assert grade(name, stub).status == "not attempted"
+    assert set(tagged_cells(nb, "check")) == set(tagged_cells(nb, "todo"))
+
+
+def test_the_series_has_each_of_the_five_todos_exactly_once():
+    seen = []
+    for path in NOTEBOOKS:
+        for name, idx in tagged_cells(read_notebook(path), "todo").items():
+            seen += [name] * len(idx)
+    assert sorted(seen) == sorted(TODO_METHODS)
+
+
+def test_every_notebook_opens_with_the_same_setup_cell():
+    first = {p.name: cell_source(code_cells(read_notebook(p))[0]) for p in NOTEBOOKS}
+    setup = first["00_setup_and_tour.ipynb"]
+    assert len(re.findall(r'^REPO_URL = "https://github\.com/[\w.-]+/[\w.-]+"$', setup, re.M)) == 1
+    assert "--no-deps" in setup and "import kvsched_lab.course as lab" in setup
+    assert {name for name, src in first.items() if src != setup} == set()
+
+
+def _solution_lines():
+    """The before-stop hook's rule: a 28+ character code line of solutions/ must not be in a notebook."""
+    out = set()
+    for p in (ROOT / "solutions").rglob("*.py"):
+        for line in p.read_text().splitlines():
+            s = line.strip()
+            if len(s) < 28 or s.startswith(("#", "import ", "from ", "def ", "class ", '"""', "'''", "@",
+                                            "return [(")):
+                continue
+            out.add(re.sub(r"\s+", " ", s))
+    return out
+
+
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.name)
+def test_notebook_holds_no_reference_solution_line(path):
+    sol = _solution_lines()
+    leaked = {re.sub(r"\s+", " ", line.strip()) for cell in code_cells(read_notebook(path))
+              for line in cell_source(cell).splitlines()} & sol
+    assert not leaked, leaked

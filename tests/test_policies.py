@@ -15,7 +15,7 @@ from hypothesis import given, settings, strategies as st
 from kvsched_lab import check_invariants
 from kvsched_lab.policies import POLICIES, Policy, make_policy
 from kvsched_lab.policies.belady import next_uses
-from kvsched_lab.policies.gdsf import GDSFPolicy
+from kvsched_lab.policies.gdsf import LLAMA3_8B_COST_SCALE as GDSF_SCALE, GDSFPolicy, block_cost
 from solutions import KVCacheSchedulerSim
 
 TRACES = Path("/work/shared/traces")
@@ -215,14 +215,34 @@ def test_lfu_follows_its_model(seq, cap):
 
 
 @FAST
-@given(st.lists(st.tuples(keys, st.integers(1, 4), st.integers(1, 5)), max_size=60), capacities)
-def test_gdsf_follows_its_model(seq, cap):
-    expected = model_min_key(seq, cap, rank=lambda g, s: g["floor"] + s[0] * s[3] / s[2])
-    policy = GDSFPolicy(cap)
+@given(st.lists(st.tuples(keys, st.integers(1, 4), st.integers(1, 5)), max_size=60), capacities,
+       st.sampled_from([0.05, 1.0, GDSF_SCALE]))
+def test_gdsf_follows_its_model(seq, cap, scale):
+    # A small scale prices depth steeply, so shallower re-touches lower H (the eager-push path).
+    expected = model_min_key(seq, cap, rank=lambda g, s: g["floor"] + s[0] * block_cost(s[3], scale) / s[2])
+    policy = GDSFPolicy(cap, cost_scale=scale)
     for k, b, depth in seq:
         policy.touch(k, b, depth=depth)
         check_invariants(policy)
+        assert len(policy.heap) <= 2 * len(policy.entries) + 64
     assert list(policy.log) == expected
+
+
+def test_gdsf_cost_is_llama3_8b_prefill_flops():
+    # Llama-3-8B, 512-token blocks: D = 6.98e9 weights / (2 * 32 layers * 4096 * 512) = 52.0.
+    assert abs(GDSF_SCALE - 52.0) < 0.05
+    assert abs(block_cost(1) - (1 + 0.501 / 52.0)) < 1e-4
+    assert abs(block_cost(53) / block_cost(1) - 2.0) < 0.02  # depth 53 saves twice a first block
+
+
+@pytest.mark.parametrize("scale", [0.05, GDSF_SCALE])
+@FAST
+@given(lists=request_lists, cap=st.integers(1, 12), bytes_=st.integers(1, 2))
+def test_gdsf_fast_replay_equals_touch_loop_at_any_cost_scale(scale, lists, cap, bytes_):
+    cap *= bytes_
+    fast, slow = GDSFPolicy(cap, cost_scale=scale), GDSFPolicy(cap, cost_scale=scale)
+    assert fast.replay_requests(lists, bytes_) == generic_replay(slow, lists, bytes_)
+    assert state(fast) == state(slow)
 
 
 @FAST
@@ -262,6 +282,8 @@ def test_seed_policies_log_exactly_like_the_reference(seq, cap):
         policy = build(name, cap)
         assert run_checked(policy, seq) == expected
         assert policy.snapshot() == ref.snapshot()
+        if name == "seed":  # the bucket queue holds exactly the chapter heap's records, stale ones included
+            assert policy.queue == sorted(ref.queue) and policy.num_records == len(ref.queue)
 
 
 def test_seed_on_the_chapters_requests():
@@ -278,14 +300,15 @@ def test_compact_heaps_stay_bounded_at_every_step(seq, cap):
     for key, size in seq:
         for policy in policies:
             policy.touch(key, size)
-            heap = policy.queue if policy.name == "seed-compact" else policy.heap
-            assert len(heap) <= 2 * len(policy.entries) + 64
+            assert policy.num_records <= 2 * len(policy.entries) + 64
+    for policy in policies[:2]:  # bucketed: exactly one record per entry
+        assert policy.num_records == len(policy.entries)
 
 
 def test_plain_seed_heap_grows_with_touches():
     policy = make_policy("seed", 10)
     policy.schedule([("a", 1)] * 500)
-    assert len(policy.queue) == 500
+    assert len(policy.queue) == policy.num_records == 500
 
 
 # -- the fast replay loop == the generic loop over touch ------------------------------------

@@ -48,6 +48,11 @@ class BeladyPolicy(Policy):
         self.next_of: Dict[Hashable, int] = {}
         self.heap: List[Tuple[int, Hashable]] = []
 
+    @property
+    def num_records(self) -> int:
+        """Heap records, stale ones included."""
+        return len(self.heap)
+
     def validate(self, prefix: Hashable, bytes_: int) -> None:
         super().validate(prefix, bytes_)
         if self.time >= len(self.future) or self.future[self.time] != prefix:

@@ -1,17 +1,20 @@
 """LFU: evict the least frequently touched block, ties the least recent (SGLang's ``lfu``).
 
 SGLang's radix cache (``mem_cache/radix_cache.py``) evicts leaves by ``(hit_count,
-last_access_time)``. Here each key's touch count and last touch time live in `meta`, and a
-min-heap of ``(hits, last_used, key)`` records finds the victim in O(log n). A hit pushes a
-new record instead of fixing the old one (lazy deletion): a record is valid while its
-``last_used`` (the touch clock, unique per push, i.e. a version) equals the key's. Stale
-records are dropped by rebuilding the heap when they outnumber the live ones.
+last_access_time)``. This is the O(1) LFU of Shah, Mitra & Matani ("An O(1) algorithm for
+implementing the LFU cache eviction scheme", 2010): one bucket per hit count, an `OrderedDict`
+of its keys in touch order, and a min-heap ``levels`` of the counts that have a bucket. A hit
+moves its key to the end of the next bucket (it is that bucket's most recent touch); the victim
+is the first key of the lowest non-empty bucket. A bucket emptied by a hit stays until it reaches
+the top of ``levels``, so ``levels`` holds exactly the keys of ``buckets``. One record per cached
+block, no stale ones: O(1) per touch plus O(log #counts) when a count appears.
 
 Without aging, a block that was hot once is never evicted: GDSF (gdsf.py) adds the aging.
 """
 from __future__ import annotations
 
-from heapq import heapify, heappop, heappush, heapreplace
+from collections import OrderedDict
+from heapq import heappop, heappush
 from typing import Dict, Hashable, Iterable, List, Optional, Sequence, Tuple
 
 from kvsched_lab.events import ADD, EVICT, REUSE
@@ -26,27 +29,36 @@ class LFUPolicy(Policy):
     def __init__(self, capacity_bytes: int, *, future: Optional[Sequence[Hashable]] = None) -> None:
         super().__init__(capacity_bytes, future=future)
         self.meta: Dict[Hashable, List[int]] = {}
-        self.heap: List[Tuple[int, int, Hashable]] = []
+        self.buckets: Dict[int, "OrderedDict[Hashable, None]"] = {}  # hits -> keys, oldest touch first
+        self.levels: List[int] = []  # min-heap of the keys of `buckets`
 
-    def _push(self, key: Hashable, hits: int) -> None:
-        self.meta[key] = [hits, self.time]
-        heappush(self.heap, (hits, self.time, key))
-        if len(self.heap) > 2 * len(self.meta) + 64:  # stale records outnumber live ones
-            self.heap = [(h, t, k) for k, (h, t) in self.meta.items()]
-            heapify(self.heap)
+    @property
+    def num_records(self) -> int:
+        return sum(map(len, self.buckets.values()))
+
+    def _file(self, key: Hashable, hits: int) -> None:
+        bucket = self.buckets.get(hits)
+        if bucket is None:
+            self.buckets[hits] = bucket = OrderedDict()
+            heappush(self.levels, hits)
+        bucket[key] = None
 
     def on_hit(self, key: Hashable) -> None:
-        self._push(key, self.meta[key][0] + 1)
+        m = self.meta[key]
+        del self.buckets[m[0]][key]
+        m[0] += 1
+        m[1] = self.time
+        self._file(key, m[0])
 
     def on_insert(self, key: Hashable, size: int) -> None:
-        self._push(key, 1)
+        self.meta[key] = [1, self.time]
+        self._file(key, 1)
 
     def victim(self) -> Hashable:
-        while True:
-            _, last_used, key = heappop(self.heap)
-            m = self.meta.get(key)
-            if m is not None and m[1] == last_used:
-                return key
+        levels, buckets = self.levels, self.buckets
+        while not buckets[levels[0]]:
+            del buckets[heappop(levels)]
+        return buckets[levels[0]].popitem(last=False)[0]
 
     def on_evict(self, key: Hashable, size: int) -> None:
         del self.meta[key]
@@ -57,11 +69,11 @@ class LFUPolicy(Policy):
         return [(k, self.entries[k], h, t) for k, (h, t) in order]
 
     def _replay(self, hash_id_lists: Iterable[Sequence[Hashable]], bytes_: int) -> List[int]:
-        entries, meta, heap = self.entries, self.meta, self.heap
+        entries, meta, buckets, levels = self.entries, self.meta, self.buckets, self.levels
+        get_bucket = buckets.get
         emit = self.log.append_event
         add, evict, reuse = ADD, EVICT, REUSE  # locals: faster than globals in the loop
         cap, cur, hits, time = self.capacity_bytes, self.current_bytes, self.hits, self.time
-        push, pop, replace = heappush, heappop, heapreplace
         out: List[int] = []
         try:
             for ids in hash_id_lists:
@@ -76,33 +88,31 @@ class LFUPolicy(Policy):
                     m = meta.get(key)
                     if m is not None:
                         hits += 1
-                        m[0] += 1
+                        count = m[0]
+                        del buckets[count][key]
+                        m[0] = count = count + 1
                         m[1] = time
-                        push(heap, (m[0], time, key))
                         emit((reuse, key))
                     else:
-                        record = (1, time, key)
                         while cur + bytes_ > cap:
-                            _, last_used, old = heap[0]
-                            m = meta.get(old)
-                            if m is not None and m[1] == last_used:
-                                del meta[old]
-                                cur -= entries.pop(old)
-                                emit((evict, old))
-                                if cur + bytes_ <= cap:  # last victim: one sift swaps its record for the new
-                                    replace(heap, record)
-                                    record = None
-                                    break
-                            pop(heap)
-                        if record is not None:
-                            push(heap, record)
+                            bucket = buckets[levels[0]]
+                            if not bucket:
+                                del buckets[heappop(levels)]
+                                continue
+                            old = bucket.popitem(False)[0]
+                            del meta[old]
+                            cur -= entries.pop(old)
+                            emit((evict, old))
                         entries[key] = bytes_
                         meta[key] = [1, time]
+                        count = 1
                         cur += bytes_
                         emit((add, key))
-                    if len(heap) > 2 * len(meta) + 64:
-                        self.heap = heap = [(h, t, k) for k, (h, t) in meta.items()]
-                        heapify(heap)
+                    bucket = get_bucket(count)
+                    if bucket is None:
+                        buckets[count] = bucket = OrderedDict()
+                        heappush(levels, count)
+                    bucket[key] = None
         finally:  # keep the counters true even if the replay is interrupted
             self.current_bytes, self.hits, self.time = cur, hits, time
         return out

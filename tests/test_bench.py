@@ -1,0 +1,102 @@
+"""`kvsched bench --quick`: every section is there with sane numbers (no timing assertions:
+speed is measured by the benchmark itself, never by a timed test)."""
+import json
+import math
+from functools import lru_cache
+
+import pytest
+
+from kvsched_lab.bench import bench_main, gap_closed, run_bench, to_markdown
+from kvsched_lab.policies import POLICIES
+
+
+@lru_cache(maxsize=1)
+def quick_report():
+    return run_bench(quick=True)
+
+
+def positive(x):
+    return isinstance(x, (int, float)) and math.isfinite(x) and x > 0
+
+
+def test_quick_report_has_every_section():
+    report = quick_report()
+    for section in ("machine", "traces", "speed", "heap", "real_kv", "policies", "sweep"):
+        assert section in report, section
+    assert report["quick"] is True
+    assert report["machine"]["cores"] >= 1 and report["machine"]["cpu"]
+    assert "grading" not in report  # only with --grading, never in quick mode
+
+
+def test_speed_section_times_the_reference_and_every_policy():
+    speed = quick_report()["speed"]
+    assert set(speed["policies"]) == {"reference", *POLICIES}
+    assert speed["touches"] > 0
+    for name, row in speed["policies"].items():
+        assert positive(row["seconds"]) and positive(row["touches_per_s"]) and positive(row["vs_reference"]), name
+        assert 0 <= row["prefix_hit_rate"] <= 1
+    assert speed["policies"]["reference"]["vs_reference"] == 1.0
+    # Same trace, same capacity: the seed policies decide exactly like the reference.
+    ref = speed["policies"]["reference"]["prefix_hit_rate"]
+    assert speed["policies"]["seed"]["prefix_hit_rate"] == speed["policies"]["seed-compact"]["prefix_hit_rate"] == ref
+
+
+def test_heap_section_compares_record_counts():
+    heap = quick_report()["heap"]["policies"]
+    assert heap["reference"]["records"] == heap["seed"]["records"]  # seed keeps the chapter's records
+    for name in ("seed-compact", "gdsf"):
+        assert heap[name]["records_per_live"] <= 2
+    assert heap["seed-compact"]["records"] == heap["seed-compact"]["live"]
+    for row in heap.values():
+        assert row["records"] >= row["live"] > 0
+
+
+def test_real_kv_section_reports_time_and_flop_ratios():
+    kv = quick_report()["real_kv"]
+    assert kv["target_uses"] == "flop_ratio_dense"
+    assert set(kv["hits"]) == {"50%", "90%"}
+    assert positive(kv["full_prefill_seconds"])
+    for row in kv["hits"].values():
+        assert positive(row["time_ratio"])
+        # A cached prefix saves FLOPs; causal-only counting saves less of them than dense.
+        assert 0 < row["flop_ratio_dense"] < row["flop_ratio_causal"] < 1
+    assert kv["hits"]["90%"]["flop_ratio_dense"] < kv["hits"]["50%"]["flop_ratio_dense"]
+
+
+def test_policy_table_covers_both_traces_with_gap_shares():
+    tables = quick_report()["policies"]
+    assert set(tables) == {"conversation", "synthetic"}
+    for table in tables.values():
+        assert len(table["capacities"]) == 3
+        rows = table["policies"]
+        for cap in map(str, table["capacities"]):
+            for name in POLICIES:
+                assert 0 <= rows[name][cap]["prefix_hit_rate"] <= rows["belady (block hits)"][cap]["prefix_hit_rate"]
+            assert rows["lru"][cap]["gap_closed"] in (0.0, None)
+            assert rows["belady"][cap]["gap_closed"] in (1.0, None)
+
+
+def test_sweep_section_counts_its_replays():
+    sweep = quick_report()["sweep"]
+    assert sweep["replays"] == len(POLICIES) * len(sweep["capacities"]) == len(POLICIES) * 8
+    assert positive(sweep["seconds"])
+
+
+def test_gap_closed_is_the_share_of_the_lru_to_belady_gap():
+    rates = {"lru": {4: 0.10}, "belady": {4: 0.30}, "x": {4: 0.15}}
+    assert gap_closed(rates, "x", 4) == pytest.approx(0.25)
+    assert gap_closed({"lru": {4: 0.2}, "belady": {4: 0.2}, "x": {4: 0.2}}, "x", 4) is None
+
+
+def test_markdown_names_the_machine_and_every_section():
+    text = to_markdown(quick_report())
+    assert text.startswith("Machine: ")
+    for heading in ("### 1.", "### 2.", "### 3.", "### 4.", "### 5."):
+        assert heading in text
+    assert "| lru |" in text
+
+
+def test_bench_main_json(capsys):
+    assert bench_main(["--quick", "--json", "--repeats", "1"]) == 0
+    report = json.loads(capsys.readouterr().out)
+    assert report["quick"] is True and "sweep" in report

@@ -19,26 +19,32 @@ Event = Tuple[str, Hashable]
 
 
 class EventLog(Sequence[str]):
-    """Append-only log that reads like the chapter's ``List[str]`` log."""
+    """Append-only log that reads like the chapter's ``List[str]`` log.
 
-    __slots__ = ("_events",)
+    Events are stored flat, ``[op0, key0, op1, key1, ...]``, so a hot loop records one with a
+    single C-level ``list.extend((op, key))`` and can record an eviction and the add it makes
+    room for in one call: ``extend((EVICT, old, ADD, new))``.
+    """
+
+    __slots__ = ("_flat",)
 
     def __init__(self) -> None:
-        self._events: List[Event] = []
+        self._flat: List[Hashable] = []
 
     def emit(self, op: str, key: Hashable) -> None:
-        self._events.append((op, key))
+        self._flat.extend((op, key))
 
     @property
     def append_event(self):
-        """The raw ``list.append`` taking an ``(op, key)`` tuple, for hot loops."""
-        return self._events.append
+        """The raw ``list.extend`` of the flat store: pass ``(op, key)`` or ``(op, key, op, key)``."""
+        return self._flat.extend
 
     def events(self, start: int = 0) -> Iterator[Event]:
-        return iter(self._events[start:])
+        flat = self._flat
+        return zip(flat[2 * start::2], flat[2 * start + 1::2])
 
     def __len__(self) -> int:
-        return len(self._events)
+        return len(self._flat) // 2
 
     @overload
     def __getitem__(self, i: int) -> str: ...
@@ -46,16 +52,19 @@ class EventLog(Sequence[str]):
     def __getitem__(self, i: slice) -> List[str]: ...
     def __getitem__(self, i: Union[int, slice]):
         if isinstance(i, slice):
-            return [f"{op}:{key}" for op, key in self._events[i]]
-        op, key = self._events[i]
-        return f"{op}:{key}"
+            return [f"{self._flat[2 * j]}:{self._flat[2 * j + 1]}" for j in range(*i.indices(len(self)))]
+        n = len(self)
+        if not -n <= i < n:
+            raise IndexError("event index out of range")
+        i %= n
+        return f"{self._flat[2 * i]}:{self._flat[2 * i + 1]}"
 
     def __iter__(self) -> Iterator[str]:
-        return (f"{op}:{key}" for op, key in self._events)
+        return (f"{op}:{key}" for op, key in self.events())
 
     def __eq__(self, other: object) -> bool:
         if isinstance(other, EventLog):
-            return self._events == other._events
+            return self._flat == other._flat
         if isinstance(other, (list, tuple)):
             return len(other) == len(self) and all(a == b for a, b in zip(self, other))
         return NotImplemented

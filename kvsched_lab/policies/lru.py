@@ -8,11 +8,17 @@ scans the deleted slots in front of it.)
 """
 from __future__ import annotations
 
-from collections import OrderedDict
+from collections import OrderedDict, deque
+from itertools import chain, repeat, takewhile
 from typing import Hashable, Iterable, List, Optional, Sequence, Tuple
 
 from kvsched_lab.events import ADD, EVICT, REUSE
 from kvsched_lab.policies.base import Policy
+
+
+def consume(iterator) -> None:
+    """Run an iterator to its end in C (a zero-length deque keeps nothing)."""
+    deque(iterator, maxlen=0)
 
 
 class LRUPolicy(Policy):
@@ -36,38 +42,43 @@ class LRUPolicy(Policy):
 
     def _replay(self, hash_id_lists: Iterable[Sequence[Hashable]], bytes_: int) -> List[int]:
         entries = self.entries
-        move_to_end, pop_oldest = entries.move_to_end, entries.popitem
-        emit = self.log.append_event
+        contains, pop_oldest, move_to_end = entries.__contains__, entries.popitem, entries.move_to_end
+        emit = self.log.append_event  # list.extend: one call records one or two events
         add, evict, reuse = ADD, EVICT, REUSE  # locals: faster than globals in the loop
         cap, cur, hits, time = self.capacity_bytes, self.current_bytes, self.hits, self.time
         out: List[int] = []
         try:
             for ids in hash_id_lists:
-                # The leading cached run is all hits, and hits never evict, so it can be
-                # counted and touched in one pass; the rest is touched one by one.
-                n = 0
-                for key in ids:
-                    if key not in entries:
-                        break
-                    move_to_end(key)
-                    emit((reuse, key))
-                    n += 1
+                # The leading cached run is all hits and hits never evict, so it is found and
+                # touched with C-level iterators (takewhile, map) instead of a Python loop.
+                n = len(list(takewhile(contains, ids)))
                 out.append(n)
                 hits += n
                 time += len(ids)
+                if n:
+                    head = ids[:n]
+                    consume(map(move_to_end, head))
+                    emit(chain.from_iterable(zip(repeat(reuse, n), head)))
                 for key in ids[n:]:
                     if key in entries:
                         hits += 1
                         move_to_end(key)
                         emit((reuse, key))
                         continue
-                    while cur + bytes_ > cap:
+                    if cur + bytes_ <= cap:
+                        entries[key] = bytes_
+                        cur += bytes_
+                        emit((add, key))
+                        continue
+                    old, size = pop_oldest(False)
+                    cur -= size
+                    while cur + bytes_ > cap:  # only when sizes differ: several victims
+                        emit((evict, old))
                         old, size = pop_oldest(False)
                         cur -= size
-                        emit((evict, old))
                     entries[key] = bytes_
                     cur += bytes_
-                    emit((add, key))
+                    emit((evict, old, add, key))  # the last victim and the add, in one call
         finally:  # keep the counters true even if the replay is interrupted
             self.current_bytes, self.hits, self.time = cur, hits, time
         return out

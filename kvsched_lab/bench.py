@@ -99,9 +99,12 @@ def load_traces(limit: Optional[int]) -> Dict[str, Tuple[List[Request], str]]:
     return out
 
 
-def _reference_factory() -> Callable[[int], Any]:
-    from solutions import KVCacheSchedulerSim
-
+def _reference_factory() -> Optional[Callable[[int], Any]]:
+    """The instructor's reference scheduler, or None where ``solutions`` is absent (the student release)."""
+    try:
+        from solutions import KVCacheSchedulerSim
+    except ImportError:
+        return None
     return KVCacheSchedulerSim
 
 
@@ -113,8 +116,12 @@ def _build(name: str, capacity: int, requests: Sequence[Request]) -> Any:
 
 # -- 1 and 2: speed and heap records ----------------------------------------------------------
 def bench_speed(requests: Sequence[Request], blocks: int, repeats: int) -> Tuple[Dict[str, Any], Dict[str, Any]]:
-    """Median replay seconds of the reference and every policy, interleaved; and heap records."""
-    names = ["reference", *POLICIES]
+    """Median replay seconds of the reference and every policy, interleaved; and heap records.
+
+    Without the reference (the student release) its row and the ``vs_reference`` ratios are left
+    out (None); the heap table lists only the schedulers present (no ``seed`` there either)."""
+    has_reference = _reference_factory() is not None
+    names = ["reference", *POLICIES] if has_reference else list(POLICIES)
     seconds: Dict[str, List[float]] = {n: [] for n in names}
     last: Dict[str, Any] = {}
     for _ in range(repeats):
@@ -123,19 +130,22 @@ def bench_speed(requests: Sequence[Request], blocks: int, repeats: int) -> Tuple
             result = replay(requests, sim, blocks)
             seconds[name].append(result.wall_seconds)
             last[name] = (sim, result)
-    touches = last["reference"][1].block_refs
-    ref_s = statistics.median(seconds["reference"])
+    touches = last[names[0]][1].block_refs
+    ref_s = statistics.median(seconds["reference"]) if has_reference else None
     rows = {}
     for name in names:
         s = statistics.median(seconds[name])
-        ratio = ref_s / s
+        ratio = ref_s / s if ref_s is not None else None
         target = 1.0 if name == "reference" else (FAST_TARGET if name in FAST_POLICIES else SPEED_TARGET)
         rows[name] = {"seconds": s, "touches_per_s": touches / s, "vs_reference": ratio, "target": target,
-                      "ok": ratio >= target, "prefix_hit_rate": last[name][1].prefix_hit_rate}
+                      "ok": None if ratio is None else ratio >= target,
+                      "prefix_hit_rate": last[name][1].prefix_hit_rate}
     speed = {"trace_requests": len(requests), "touches": touches, "capacity_blocks": blocks,
              "repeats": repeats, "policies": rows}
     heap_rows = {}
     for name in ("reference", "seed", "seed-compact", "lfu", "gdsf", "belady"):
+        if name not in last:  # no reference, or seed withheld (the student release)
+            continue
         sim = last[name][0]
         records = len(sim.queue) if name == "reference" else sim.num_records
         live = len(sim.entries)
@@ -290,6 +300,10 @@ def to_markdown(report: Dict[str, Any]) -> str:
               f"median of {sp['repeats']}", "",
               "| policy | seconds | touches/s | x reference | target | prefix hits |", "|---|---:|---:|---:|---:|---:|"]
     for name, r in sp["policies"].items():
+        if r["vs_reference"] is None:  # no reference to compare with
+            lines.append(f"| {name} | {r['seconds']:.3f} | {r['touches_per_s']:,.0f} | n/a | n/a | "
+                         f"{_pct(r['prefix_hit_rate'])} |")
+            continue
         ok = "" if name == "reference" else (" ok" if r["ok"] else " **MISS**")
         lines.append(f"| {name} | {r['seconds']:.3f} | {r['touches_per_s']:,.0f} | {r['vs_reference']:.2f}x | "
                      f">= {r['target']:g}x{ok} | {_pct(r['prefix_hit_rate'])} |")

@@ -8,7 +8,7 @@ print the numbers behind a figure and the tests can check them without drawing.
 """
 from __future__ import annotations
 
-from typing import Any, Callable, Dict, Hashable, Iterable, List, Mapping, Optional, Sequence, Tuple
+from typing import Any, Callable, Dict, Hashable, Iterable, List, Mapping, Optional, Sequence, Tuple, Union
 
 import matplotlib.pyplot as plt
 from matplotlib.axes import Axes
@@ -44,7 +44,8 @@ def record_priorities(scheduler: Any, touches: Sequence[Tuple[Hashable, int]], p
     """Touch each ``(prefix, bytes)`` and record the stored priority of `prefixes` after every touch.
 
     `scheduler` is chapter-style (``entries[prefix].priority``, ``.last_used``, ``.hits``,
-    ``.bytes``): the reference, yours, or the library ``seed`` policy. A prefix that is not
+    ``.bytes``): the reference, yours, or the library ``seed`` policy (see
+    ``kvsched_lab.course.is_chapter_scheduler``). A prefix that is not
     cached has priority None. With `rescore` (``f(entry, now, capacity_bytes) -> float``), the
     score the entry *would* have if it were re-evaluated now is recorded too.
     Returns ``{"time": [...], "stored": {prefix: [...]}, "rescored": {prefix: [...]} or None,
@@ -100,20 +101,29 @@ def plot_priority_over_time(history: Mapping[str, Any], ax: Optional[Axes] = Non
 
 # -- heap records against live entries -------------------------------------------------------------
 def record_heap_growth(id_lists: Sequence[Sequence[Hashable]], capacity_blocks: int,
-                       policies: Iterable[str] = ("seed", "seed-compact"), samples: int = 200,
-                       heap_attr: str = "queue") -> Dict[str, Dict[str, List[int]]]:
+                       policies: Union[Iterable[str], Mapping[str, Any]] = ("seed", "seed-compact"),
+                       samples: int = 200, heap_attr: str = "queue") -> Dict[str, Dict[str, List[int]]]:
     """Touch every block of `id_lists` (one block = one byte) and sample heap and cache sizes.
 
-    Returns ``{policy: {"touches": [...], "records": [...], "live": [...]}}``: records is the
+    `policies` are library names, or a mapping ``{label: name or class}`` (a class is built with
+    the capacity, e.g. your scheduler). A name withheld in the student release (``seed``,
+    ``seed-compact``) is skipped with one printed line.
+    Returns ``{label: {"touches": [...], "records": [...], "live": [...]}}``: records is the
     heap's length (live and stale records), live the number of cached entries.
     """
-    from kvsched_lab.policies import make_policy
+    from kvsched_lab.policies import WITHHELD, make_policy
 
+    specs = dict(policies) if isinstance(policies, Mapping) else {name: name for name in policies}
+    skipped = [label for label, spec in specs.items() if isinstance(spec, str) and spec in WITHHELD]
+    if skipped:
+        print(f"skipped {', '.join(skipped)}: withheld in the student release (the chapter's answers)")
     flat = [k for ids in id_lists for k in ids]
     every = max(1, len(flat) // samples)
     out: Dict[str, Dict[str, List[int]]] = {}
-    for name in policies:
-        policy = make_policy(name, capacity_blocks, future=flat)
+    for label, spec in specs.items():
+        if label in skipped:
+            continue
+        policy = make_policy(spec, capacity_blocks, future=flat) if isinstance(spec, str) else spec(capacity_blocks)
         rec: Dict[str, List[int]] = {"touches": [], "records": [], "live": []}
         for i, key in enumerate(flat, start=1):
             policy.touch(key, 1)
@@ -121,7 +131,7 @@ def record_heap_growth(id_lists: Sequence[Sequence[Hashable]], capacity_blocks: 
                 rec["touches"].append(i)
                 rec["records"].append(len(getattr(policy, heap_attr)))
                 rec["live"].append(len(policy.entries))
-        out[name] = rec
+        out[label] = rec
     return out
 
 
@@ -129,6 +139,10 @@ def plot_heap_growth(growth: Mapping[str, Mapping[str, Sequence[int]]], ax: Opti
                      title: str = "Heap records vs live entries") -> Figure:
     """One line per policy for its heap records, and the live entries (the same for all) in black."""
     fig, ax = _axes(ax)
+    if not growth:  # every policy was skipped (e.g. withheld in the student release)
+        ax.text(0.5, 0.5, "nothing to plot", ha="center", va="center", transform=ax.transAxes)
+        ax.set_title(title)
+        return fig
     every = None
     for i, (name, rec) in enumerate(growth.items()):
         every = max(1, len(rec["touches"]) // 12)

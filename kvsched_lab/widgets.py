@@ -16,7 +16,6 @@ a cell builds a fresh, independent widget.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from heapq import heapify, heappop, heappush
 from typing import Any, Dict, Hashable, List, Optional, Sequence, Tuple
 
 from kvsched_lab.policies.base import Policy
@@ -39,13 +38,13 @@ def weighted_score(hits: int, size: int, age: int, capacity: int, weights: Weigh
 class WeightedScorePolicy(Policy):
     """Evict the entry with the lowest weighted score (ties: older last use first).
 
-    ``rescore=False`` is the chapter's scheme: the score is computed when an entry is touched
-    (recency is then 1 for everybody) and frozen in a lazy min-heap, so the recency weight adds
-    the same constant to every entry and cannot change a single decision. ``rescore=True``
-    re-evaluates every live entry's score at eviction time, with its real age, the way Marconi
-    rescores (REFERENCE.md section 4); that is an O(live entries) scan per eviction, fine for
-    the small traces of the explorer. Evictions are recorded in ``evicted`` as
-    ``(key, size, hits, age)``.
+    ``rescore=False`` is the chapter's scheme: the score is the one an entry got when it was last
+    touched (recency is then 1 for everybody), so the recency weight adds the same constant to
+    every entry and cannot change a single decision. ``rescore=True`` evaluates every live entry's
+    score at eviction time, with its real age, the way Marconi rescores (REFERENCE.md section 4).
+    Either way the victim is found by a scan of the live entries, O(live entries) per eviction:
+    fine for the explorer's small traces, and it keeps the chapter's heap (your TODOs) out of
+    this module. Evictions are recorded in ``evicted`` as ``(key, size, hits, age)``.
     """
 
     name = "weighted-score"
@@ -58,40 +57,25 @@ class WeightedScorePolicy(Policy):
             raise ValueError(f"weights must be (reuse, recency, size), got {weights!r}")
         self.rescore = bool(rescore)
         self.meta: Dict[Hashable, List[int]] = {}  # key -> [hits, last_used]
-        self.heap: List[Tuple[float, int, Hashable]] = []  # (frozen score, last_used, key); lazy
         self.evicted: List[Tuple[Hashable, int, int, int]] = []
-
-    def _push(self, key: Hashable) -> None:
-        if self.rescore:
-            return  # nothing is frozen: victim() scores everybody afresh
-        hits, last_used = self.meta[key]
-        heappush(self.heap, (weighted_score(hits, self.entries[key], 0, self.capacity_bytes, self.weights),
-                             last_used, key))
-        if len(self.heap) > 2 * len(self.meta) + 64:  # stale records outnumber live ones: rebuild
-            self.heap = [(weighted_score(h, self.entries[k], 0, self.capacity_bytes, self.weights), t, k)
-                         for k, (h, t) in self.meta.items()]
-            heapify(self.heap)
 
     def on_hit(self, key: Hashable) -> None:
         meta = self.meta[key]
         meta[0] += 1
         meta[1] = self.time
-        self._push(key)
 
     def on_insert(self, key: Hashable, size: int) -> None:
         self.meta[key] = [1, self.time]
-        self._push(key)
 
     def victim(self) -> Hashable:
-        if self.rescore:
-            now, cap, w = self.time, self.capacity_bytes, self.weights
-            return min(self.meta, key=lambda k: (weighted_score(self.meta[k][0], self.entries[k],
-                                                                now - self.meta[k][1], cap, w), self.meta[k][1]))
-        while True:
-            _, last_used, key = heappop(self.heap)
-            meta = self.meta.get(key)
-            if meta is not None and meta[1] == last_used:  # last_used is unique per push: a version
-                return key
+        now, cap, w, meta, entries = self.time, self.capacity_bytes, self.weights, self.meta, self.entries
+        rescore = self.rescore
+
+        def rank(k: Hashable) -> Tuple[float, int]:
+            hits, last_used = meta[k]
+            return weighted_score(hits, entries[k], now - last_used if rescore else 0, cap, w), last_used
+
+        return min(meta, key=rank)
 
     def on_evict(self, key: Hashable, size: int) -> None:
         hits, last_used = self.meta.pop(key)
@@ -261,11 +245,15 @@ def record_heap_steps(touches: Sequence[Tuple[Hashable, int]] = DEFAULT_TOUCHES,
     `scheduler` is any chapter-style scheduler with ``queue`` and ``entries`` (values with
     ``priority``, ``last_used``, ``hits``, ``bytes``): the reference, yours, or by default the
     library's `seed` policy, which keeps the same heap records as the chapter's scheduler.
+    The student release withholds `seed`; there a missing `scheduler` is a ValueError.
     """
     if scheduler is None:
-        from kvsched_lab.policies.seed import SeedPolicy
+        from kvsched_lab.policies import POLICIES, WITHHELD_MESSAGE
 
-        scheduler = SeedPolicy(capacity_bytes)
+        if "seed" not in POLICIES:
+            raise ValueError("record_heap_steps needs a chapter-style scheduler, e.g. lab.my_scheduler()(128): "
+                             + WITHHELD_MESSAGE.format(name="seed"))
+        scheduler = POLICIES["seed"](capacity_bytes)
 
     def snap(index: int, touch: Optional[Tuple[Hashable, int]], events: Sequence[str]) -> HeapStep:
         entries = tuple((k, e.priority, e.last_used, e.hits, e.bytes) for k, e in scheduler.entries.items())
@@ -334,9 +322,19 @@ def heap_view_html(steps: Sequence[HeapStep], step: int) -> str:
 
 def heap_viewer(touches: Sequence[Tuple[Hashable, int]] = DEFAULT_TOUCHES, capacity_bytes: int = 128,
                 scheduler: Any = None):
-    """Prev/next buttons and a slider over `record_heap_steps(...)`, showing `heap_view_html`."""
+    """Prev/next buttons and a slider over `record_heap_steps(...)`, showing `heap_view_html`.
+
+    Without `scheduler` it shows the library's `seed` policy; where that is withheld (the student
+    release) it prints one line saying so and returns None.
+    """
     import ipywidgets as w
 
+    from kvsched_lab.policies import POLICIES
+
+    if scheduler is None and "seed" not in POLICIES:
+        print("heap viewer skipped: it needs the chapter's scheduler; 'seed' is withheld in the student "
+              "release. Pass yours once notebooks 02-05 pass: heap_viewer(scheduler=lab.my_scheduler()(128)).")
+        return None
     steps = record_heap_steps(touches, capacity_bytes, scheduler)
     prev_b = w.Button(description="◀ prev", layout=w.Layout(width="6em"))
     next_b = w.Button(description="next ▶", layout=w.Layout(width="6em"))

@@ -510,3 +510,22 @@ def test_course_module_holds_no_reference_lines():
         for answer in answers:
             rhs = answer.split("=", 1)[1].strip()
             assert rhs not in flat, (path, answer)
+
+
+def test_fallback_is_seed_here_and_lru_where_seed_is_withheld(monkeypatch, tmp_path, capsys):
+    """The student release withholds seed (kvsched release); my_scheduler then gives LRU, labelled."""
+    import kvsched_lab.course as lab
+    import kvsched_lab.policies as policies
+
+    monkeypatch.setenv("KVSCHED_ANSWERS", str(tmp_path))
+    assert lab.my_scheduler() is policies.POLICIES["seed"] and lab.is_chapter_scheduler(policies.POLICIES["seed"])
+    assert "'seed' policy" in capsys.readouterr().out
+    without = {k: v for k, v in policies.POLICIES.items() if k not in ("seed", "seed-compact")}
+    monkeypatch.setattr(policies, "POLICIES", without)
+    monkeypatch.setattr(policies, "WITHHELD", ("seed", "seed-compact"))
+    cls = lab.my_scheduler()
+    out = capsys.readouterr().out
+    assert cls is without["lru"] and "FALLBACK: the library's 'lru' policy, NOT the chapter's scheduler" in out
+    assert lab.needs_chapter(cls, "the table") is False and "skipped the table" in capsys.readouterr().out
+    with pytest.raises(ValueError, match="withheld in the student release.*lab.my_scheduler"):
+        policies.make_policy("seed", 64)

@@ -9,6 +9,7 @@ from __future__ import annotations
 import csv
 import json
 import shutil
+import subprocess
 import sys
 from pathlib import Path
 from typing import Dict, Tuple
@@ -304,19 +305,107 @@ def _course(tmp_path: Path) -> Path:
     return nbs
 
 
-def test_release_builds_a_bundle_that_verifies_itself(tmp_path):
+@pytest.fixture(scope="module")
+def release(tmp_path_factory):
+    """One `kvsched release` (with its nbval verification) shared by the tests below: it is slow."""
     from kvsched_lab.grading import release_main
 
-    out = tmp_path / "bundle"
-    assert release_main([str(out), "--notebooks", str(_course(tmp_path)), "--timeout", "60"]) == 0
+    base = tmp_path_factory.mktemp("release")
+    out = base / "bundle"
+    code = release_main([str(out), "--notebooks", str(_course(base)), "--timeout", "60"])
+    return out, code, base
+
+
+def test_release_builds_a_bundle_that_verifies_itself(release):
+    from kvsched_lab.grading import release_main
+    from kvsched_lab.grading.release import WITHHELD_FILES
+
+    out, code, base = release
+    assert code == 0
     assert (out / "kvsched_lab" / "scheduler.py").is_file() and (out / "README.md").is_file()
-    for gone in ("solutions", "tests", "kvsched_lab/grading"):
-        assert not (out / gone).exists()
+    for gone in ("solutions", "tests", "kvsched_lab/grading", *WITHHELD_FILES):
+        assert not (out / gone).exists(), gone
+    assert set(WITHHELD_FILES) == {"kvsched_lab/policies/seed.py", "kvsched_lab/policies/seed_compact.py"}
     nb = read_notebook(out / "notebooks" / "02_score.ipynb")
     assert all(c.get("outputs", []) == [] and c.get("execution_count") is None for c in nb["cells"]
                if c["cell_type"] == "code")
     assert tagged_cells(nb, "todo") == {"score": [2]}, "tags survive the cleaning"
-    assert release_main([str(out), "--notebooks", str(_course(tmp_path / "again"))]) == 2, "no silent overwrite"
+    assert release_main([str(out), "--notebooks", str(_course(base / "again"))]) == 2, "no silent overwrite"
+
+
+def test_release_makefile_has_check_and_no_tests_target(release):
+    from kvsched_lab.grading.release import forbidden_paths
+
+    out, _, _ = release
+    makefile = (out / "Makefile").read_text()
+    assert "pytest tests" not in makefile and "\ncheck: setup\n\t$(BIN)/python -m kvsched_lab.selfcheck notebooks" in makefile
+    assert "\nlab: setup\n" in makefile, "make lab is kept as it is"
+    assert "make check" in (out / "README.md").read_text()
+    if shutil.which("make"):
+        proc = subprocess.run(["make", "-s", "test"], cwd=out, capture_output=True, text=True, timeout=60)
+        assert proc.returncode == 0 and "make check" in proc.stdout, proc.stdout + proc.stderr
+        dry = subprocess.run(["make", "-n", "check"], cwd=out, capture_output=True, text=True, timeout=60)
+        assert dry.returncode == 0 and "kvsched_lab.selfcheck notebooks" in dry.stdout, dry.stderr
+    # the verification catches a withheld file or a tests/ target put back
+    shutil.copyfile(ROOT / "kvsched_lab" / "policies" / "seed.py", out / "kvsched_lab" / "policies" / "seed.py")
+    with open(out / "Makefile", "a") as f:
+        f.write("\nunit:\n\tpytest tests\n")
+    try:
+        problems = forbidden_paths(out)
+        assert any("kvsched_lab/policies/seed.py is in the bundle (withheld" in p for p in problems), problems
+        assert any("Makefile line" in p and "tests/" in p for p in problems), problems
+    finally:
+        (out / "kvsched_lab" / "policies" / "seed.py").unlink()
+        (out / "Makefile").write_text(makefile)
+
+
+_BUNDLE_PROBE = """
+import contextlib, io, json, os, sys, tempfile
+sys.path.insert(0, {launcher_dir!r})
+import kernel_launcher
+sys.path.pop(0)
+kernel_launcher.isolate({bundle!r})
+os.environ["KVSCHED_ANSWERS"] = tempfile.mkdtemp()
+import kvsched_lab.course as lab
+from kvsched_lab import bench, leaderboard, plots, widgets
+from kvsched_lab.policies import POLICIES, make_policy
+from kvsched_lab.traces import synthetic_trace
+out = {{"file": lab.__file__, "policies": list(POLICIES), "default": leaderboard.default_policies()}}
+try:
+    make_policy("seed", 64)
+except ValueError as e:
+    out["seed_error"] = str(e)
+buf = io.StringIO()
+with contextlib.redirect_stdout(buf):
+    cls = lab.my_scheduler()
+    out["growth"] = plots.record_heap_growth([[1, 2, 1, 3]], 2)
+    out["needs"] = lab.needs_chapter(cls, "a demo")
+    out["viewer"] = widgets.heap_viewer() is None
+out["fallback"] = [cls is POLICIES["lru"], buf.getvalue()]
+speed, heap = bench.bench_speed(synthetic_trace(30, seed=0), 50, 1)
+out["bench"] = [sorted(speed["policies"]), sorted(heap["policies"])]
+print(json.dumps(out))
+"""
+
+
+def test_bundle_runs_without_the_withheld_seed_policies(release):
+    """In a Python that sees only the bundle: no seed, clear errors, an LRU fallback that says so."""
+    out, _, _ = release
+    code = _BUNDLE_PROBE.format(launcher_dir=str(ROOT / "kvsched_lab" / "grading"), bundle=str(out))
+    proc = subprocess.run([sys.executable, "-I", "-c", code], capture_output=True, text=True, timeout=300, cwd=out)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    got = json.loads(proc.stdout.strip().splitlines()[-1])
+    assert got["file"].startswith(str(out))
+    assert "seed" not in got["policies"] and "seed-compact" not in got["policies"] and "lru" in got["policies"]
+    assert "seed" not in got["default"] and "seed-compact" not in got["default"] and "lru" in got["default"]
+    assert "withheld in the student release" in got["seed_error"] and "lab.my_scheduler()" in got["seed_error"]
+    is_lru, printed = got["fallback"]
+    assert is_lru and "FALLBACK" in printed and "'lru'" in printed and "NOT the chapter's scheduler" in printed
+    assert got["growth"] == {} and got["needs"] is False and got["viewer"] is True
+    assert "skipped seed, seed-compact: withheld" in printed and "skipped a demo" in printed
+    speed_rows, heap_rows = got["bench"]
+    assert "reference" not in speed_rows and "seed" not in speed_rows and "lru" in speed_rows
+    assert set(heap_rows) == {"lfu", "gdsf", "belady"}
 
 
 def test_release_checks_catch_leaks_dirt_and_failing_cells(tmp_path):

@@ -1,4 +1,5 @@
 """`make lab` (the README's first command) really serves JupyterLab on notebooks/, headless."""
+import json
 import os
 import re
 import shutil
@@ -35,9 +36,15 @@ def test_make_lab_serves_the_notebooks():
             m = re.search(rf"(http://127\.0\.0\.1:{port}/lab\?token=\w+)", line)
             url = m.group(1) if m else None
         assert url, "make lab printed no URL:\n" + "".join(output[-20:])
-        with urllib.request.urlopen(url.replace("/lab?", "/api/contents?"), timeout=10) as resp:
-            names = {item["name"] for item in __import__("json").load(resp)["content"]}
-        assert "00_setup_and_tour.ipynb" in names
+        names, error = set(), None
+        while not names and time.monotonic() < deadline:  # the URL is printed a moment before it serves
+            try:
+                with urllib.request.urlopen(url.replace("/lab?", "/api/contents?"), timeout=10) as resp:
+                    names = {item["name"] for item in json.load(resp)["content"]}
+            except OSError as e:
+                error = e
+                time.sleep(1)
+        assert "00_setup_and_tour.ipynb" in names, f"JupyterLab did not list the notebooks ({error})"
     finally:
         os.killpg(proc.pid, signal.SIGTERM)
         proc.wait(timeout=30)

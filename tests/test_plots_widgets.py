@@ -273,3 +273,16 @@ def test_leaderboard_takes_a_learner_class_and_labels_it():
     assert {r["policy"] for r in board} == {"MostRecent", "lru", "belady"}
     assert board["MostRecent"]["rates"]["hand@2"] == pytest.approx(5 / 12)  # MRU hits every other touch from #4
     assert "seed-compact" not in lb.default_policies() and "lru" in lb.default_policies()
+
+
+def test_heap_growth_takes_labelled_classes_and_skips_withheld_names(monkeypatch, capsys):
+    import kvsched_lab.policies as policies
+
+    ids = [r.hash_ids for r in synthetic_trace(60, seed=1)]
+    growth = plots.record_heap_growth(ids, capacity_blocks=100, samples=10, policies={"mine": SeedPolicy})
+    assert list(growth) == ["mine"] and growth["mine"]["records"][-1] >= growth["mine"]["live"][-1]
+    # as in the student release, where seed and seed-compact are withheld
+    monkeypatch.setattr(policies, "WITHHELD", ("seed", "seed-compact"))
+    assert plots.record_heap_growth(ids, capacity_blocks=100) == {}
+    assert "skipped seed, seed-compact: withheld in the student release" in capsys.readouterr().out
+    assert plots.plot_heap_growth({}).axes[0].get_legend() is None  # "nothing to plot", no crash

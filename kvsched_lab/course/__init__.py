@@ -3,7 +3,8 @@
 - ``lab.check(name, fn)``: grade ONE TODO (score, heap, stale, entry, snapshot) with fake
   schedulers, print one line, raise when it is not attempted or wrong; saves the answer.
 - ``lab.hint(name, level=1)``, ``lab.reveal(name)``: tiered hints; the reference if it ships.
-- ``lab.my_scheduler()``: your scheduler class from the saved answers (or the labelled fallback).
+- ``lab.my_scheduler()``: your scheduler class from the saved answers (or the labelled fallback);
+  ``lab.needs_chapter(Sim, what)``: True for a chapter-style class, else one "skipped" line.
 - ``lab.status()``, ``lab.load_answers()``, ``lab.save_answer(name, fn)``, ``lab.answers_dir()``.
 """
 from __future__ import annotations
@@ -11,8 +12,8 @@ from __future__ import annotations
 from typing import Callable
 
 from kvsched_lab.course.answers import (
-    ANSWERS_DIRNAME, ANSWERS_ENV, answer_status, answers_dir, load_answers, my_scheduler, save_answer,
-    status,
+    ANSWERS_DIRNAME, ANSWERS_ENV, answer_status, answers_dir, fallback_scheduler, is_chapter_scheduler,
+    load_answers, my_scheduler, needs_chapter, save_answer, status,
 )
 from kvsched_lab.course.checks import NOTEBOOK_OF, TODO_NAMES, CheckFailed, NotAttempted, Result, grade
 from kvsched_lab.course.hints import hint, reveal
@@ -39,6 +40,7 @@ def check(name: str, fn: Callable, save: bool = True) -> None:
 
 __all__ = [
     "ANSWERS_DIRNAME", "ANSWERS_ENV", "CheckFailed", "NOTEBOOK_OF", "NotAttempted", "Result", "TODO_NAMES",
-    "answer_status", "answers_dir", "check", "grade", "hint", "load_answers", "my_scheduler", "reveal",
+    "answer_status", "answers_dir", "check", "fallback_scheduler", "grade", "hint", "is_chapter_scheduler",
+    "load_answers", "my_scheduler", "needs_chapter", "reveal",
     "save_answer", "status",
 ]

@@ -3,7 +3,10 @@
 One JSON file per TODO in the answers folder: ``$KVSCHED_ANSWERS`` if set, else
 ``./kvsched_answers`` (next to the notebooks, since a notebook runs in its own folder).
 `my_scheduler` builds the learner's scheduler class from the five saved answers, re-checking each,
-and falls back to the library's ``seed`` policy, with one line saying what is missing.
+and falls back to the library's ``seed`` policy (the chapter's scheduler), with one line saying
+what is missing. The student release withholds ``seed`` (it answers the TODOs), so there the
+fallback is ``lru``, labelled as such; `needs_chapter` lets a cell that shows the chapter's
+internals (priorities, heap records) skip itself with one line instead of failing.
 """
 from __future__ import annotations
 
@@ -16,7 +19,7 @@ from pathlib import Path
 from typing import Callable, Dict, Optional
 
 from kvsched_lab.course.checks import NOTEBOOK_OF, TODO_NAMES, Result, grade
-from kvsched_lab.scheduler import TODO_METHODS, build_scheduler
+from kvsched_lab.scheduler import TODO_METHODS, SchedulerSkeleton, build_scheduler
 from kvsched_lab.todos import cell_namespace
 
 ANSWERS_ENV = "KVSCHED_ANSWERS"
@@ -107,13 +110,46 @@ def status() -> None:
         print(f"{mark} {name:<9} {result.status}{where}")
 
 
+def fallback_scheduler() -> type:
+    """What `my_scheduler` gives until all five TODOs pass: the library's ``seed`` policy (the
+    chapter's reference behaviour), or ``lru`` where ``seed`` is withheld (the student release)."""
+    from kvsched_lab.policies import POLICIES
+
+    return POLICIES.get("seed") or POLICIES["lru"]
+
+
+def is_chapter_scheduler(cls: object) -> bool:
+    """True for a chapter-style scheduler class: yours (built on `SchedulerSkeleton`) or the library's
+    ``seed``/``seed-compact``, whose entries have ``priority``, ``last_used``, ``hits`` and ``bytes``."""
+    from kvsched_lab.policies import CHAPTER_POLICIES
+
+    return isinstance(cls, type) and (issubclass(cls, SchedulerSkeleton)
+                                      or getattr(cls, "name", None) in CHAPTER_POLICIES)
+
+
+def needs_chapter(cls: object, what: str = "this cell") -> bool:
+    """True when `cls` is a chapter-style scheduler; otherwise print one line saying `what` is
+    skipped and why, and return False. For cells that show the chapter's internals::
+
+        if lab.needs_chapter(Sim, "the priority table"):
+            ...
+    """
+    if is_chapter_scheduler(cls):
+        return True
+    name = getattr(cls, "name", getattr(cls, "__name__", repr(cls)))
+    print(f"⏭️ skipped {what}: it needs the chapter's scheduler (priorities, hits, heap records) and "
+          f"{name!r} (the fallback) has none. It runs once your five TODOs pass (lab.status()).")
+    return False
+
+
 def my_scheduler(verbose: bool = True) -> type:
-    """The learner's scheduler class from the saved answers, or the library's ``seed`` policy.
+    """The learner's scheduler class from the saved answers, or the labelled `fallback_scheduler`.
 
     Each saved answer is re-checked (so a stale or edited file cannot sneak in). With all five
     passing: `build_scheduler` of them, named ``MyKVCacheSchedulerSim``. Otherwise one line names
     what is missing and where to fix it, and the result is ``kvsched_lab.policies.POLICIES["seed"]``:
-    the chapter's reference behaviour (same API, same log), so later cells still run.
+    the chapter's reference behaviour (same API, same log), so later cells still run. Where
+    ``seed`` is withheld (the student release) it is ``POLICIES["lru"]``, and the line says so.
     """
     results = answer_status()
     if all(r.passed for r in results.values()):
@@ -122,8 +158,7 @@ def my_scheduler(verbose: bool = True) -> type:
         if verbose:
             print(f"✅ my_scheduler: YOUR five methods ({', '.join(TODO_NAMES)}), from {answers_dir()}")
         return cls
-    from kvsched_lab.policies import POLICIES
-
+    fallback = fallback_scheduler()
     problems = []
     for name, r in results.items():
         if not r.passed:
@@ -131,7 +166,11 @@ def my_scheduler(verbose: bool = True) -> type:
             problems.append(f"{name} {'missing' if r.status in ('missing', 'not attempted') else 'failing'} "
                             f"(notebook {nb})")
     if verbose:
+        if fallback.name == "seed":
+            until = ("the library's 'seed' policy (the chapter's reference behaviour, same log).")
+        else:
+            until = (f"FALLBACK: the library's {fallback.name!r} policy, NOT the chapter's scheduler ('seed' is "
+                     f"withheld in the student release); cells that need the chapter's internals skip themselves.")
         print(f"⚠️ my_scheduler: not all your TODOs pass yet: {', '.join(problems)}; run those notebooks' "
-              f"TODO and check cells. Until then: the library's 'seed' policy (the chapter's reference "
-              f"behaviour, same log).")
-    return POLICIES["seed"]
+              f"TODO and check cells. Until then: {until}")
+    return fallback

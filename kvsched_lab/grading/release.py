@@ -1,10 +1,12 @@
 """`kvsched release OUT_DIR`: the student bundle, and the checks that it gives nothing away.
 
 The bundle holds the course notebooks with outputs and run metadata cleared, ``kvsched_lab``
-without this package (the grader and its hidden cases), the setup files, and a README for
-students; never ``solutions/`` or ``tests/``. It then verifies itself:
+without this package (the grader and its hidden cases) and without the `WITHHELD_FILES`, the setup
+files (a Makefile whose ``make check`` runs the notebooks, with no ``tests/`` target), and a README
+for students; never ``solutions/`` or ``tests/``. It then verifies itself:
 
-* no ``solutions``, ``kvsched_lab/grading`` or ``tests`` in it, and every notebook clean;
+* no ``solutions``, ``kvsched_lab/grading``, ``tests`` or withheld file in it, no Makefile line
+  naming ``tests``, and every notebook clean;
 * no line of the reference (28+ characters, not a def/class/import/from/comment/decorator/
   docstring/``return [(`` line, nor given code the stubs also show) appears in any bundle file;
 * ``lab.reveal`` says the reference is withheld, in a Python that sees only the bundle;
@@ -21,14 +23,38 @@ import subprocess
 import sys
 import tempfile
 from pathlib import Path
-from typing import Iterator, List, Optional, Set, Tuple
+from typing import Dict, Iterator, List, Optional, Set, Tuple
 
 from kvsched_lab.grading.nbrun import run_nbval
 from kvsched_lab.grading.stubs import CHAPTER_EXERCISE, COURSE_GIVEN_LINES
 from kvsched_lab.scheduler import TODO_METHODS
 
 REPO = Path(__file__).resolve().parents[2]
-SETUP_FILES = ("pyproject.toml", "Makefile", "environment.yml")
+SETUP_FILES = ("pyproject.toml", "environment.yml")  # copied as they are; the Makefile is rewritten
+
+# Files of ``kvsched_lab`` the bundle leaves out, with why. The one list: building skips them and
+# verifying fails if any is there. They do not copy the reference's lines (so the line check
+# below would miss them), but they implement the chapter's finished scheduler, which in effect
+# answers the graded TODOs. The code degrades without them: the policy registry is built from the
+# modules present (``make_policy("seed")`` says it is withheld), ``lab.my_scheduler()`` falls
+# back to LRU with a labelled line, and the notebooks skip the cells that need them.
+WITHHELD_FILES: Dict[str, str] = {
+    "kvsched_lab/policies/seed.py": "the chapter's scheduler as a library policy: its score, heap records, "
+                                    "stale-record check, new entry and snapshot order (all five TODOs)",
+    "kvsched_lab/policies/seed_compact.py": "the same scheduler with one record per entry: the score, the new "
+                                            "entry and the snapshot order (TODOs score, entry, snapshot)",
+}
+# The repository's `make test` runs tests/, which the bundle lacks: the student Makefile replaces
+# that target with `make check` (kvsched_lab/selfcheck.py: every notebook run, check cells
+# reported) and a `make test` that says to run it.
+_REPO_TEST_TARGET = "test: setup\n\t$(BIN)/python -m pytest tests\n"
+_STUDENT_TARGETS = """check: setup
+\t$(BIN)/python -m kvsched_lab.selfcheck notebooks
+
+test:
+\t@echo "The student edition has no test suite. Run 'make check': it runs every notebook and lists"
+\t@echo "which TODO checks pass (check cells fail until you write their TODO; that is expected)."
+"""
 IGNORED_STARTS = ("def ", "class ", "import ", "from ", "#", "@", '"""', "'''", 'r"""', "return [(")
 MIN_LEAK = 28
 KEPT_CELL_METADATA = ("tags", "editable", "deletable")
@@ -43,6 +69,7 @@ snapshot) in the notebooks, check each one as you go, then replay real request t
 ## Start
 
     make lab          # creates .venv, installs the course, opens JupyterLab on notebooks/
+    make check        # runs every notebook top to bottom and lists which TODO checks pass
 
 or, with your own environment (Colab, ModelScope: keep their torch):
 
@@ -53,6 +80,15 @@ Work through `notebooks/` in order. Each TODO cell (tagged `todo:<name>`) define
 the cell after it (tagged `check:<name>`) checks it. A check fails until you write the TODO:
 that is expected. `lab.hint("score")` gives hints in three levels; the reference solutions
 are not part of this edition, so `lab.reveal(...)` tells you it is withheld.
+
+`make check` is this edition's self-test (there is no `tests/` folder; `make test` just points
+to it): it runs every notebook in a fresh kernel, prints one line per TODO check (passed, not
+attempted, failed) and exits non-zero only if a cell that is *not* a check cell fails.
+
+The library's `seed` and `seed-compact` policies (the chapter's finished scheduler) are left out
+of this edition, since they would answer the TODOs. Until your five TODOs pass,
+`lab.my_scheduler()` gives the library's LRU policy instead and says so; cells that need the
+chapter's scheduler (its priorities and heap) say they are skipped, and run once yours passes.
 
 ## Handing in
 
@@ -78,13 +114,32 @@ def clean_notebook(nb: dict) -> dict:
     return out
 
 
+def student_makefile(text: str) -> str:
+    """The repository's Makefile with `make test` (it runs tests/) replaced by the student targets."""
+    if _REPO_TEST_TARGET not in text:
+        raise ValueError("Makefile: the `test` target changed; update _REPO_TEST_TARGET in release.py")
+    text = text.replace(_REPO_TEST_TARGET, _STUDENT_TARGETS)
+    text = re.sub(r"^# Two commands are the contract.*$",
+                  "# Student edition: `make lab` opens the course, `make check` runs every notebook.", text,
+                  count=1, flags=re.M)
+    return text.replace(".PHONY: lab test setup clean", ".PHONY: lab check test setup clean")
+
+
 def build_release(out: Path, notebooks: Path, repo: Path = REPO) -> Path:
     out.mkdir(parents=True, exist_ok=True)
-    shutil.copytree(repo / "kvsched_lab", out / "kvsched_lab",
-                    ignore=shutil.ignore_patterns("grading", "__pycache__", "*.pyc", "*.egg-info"))
+    ignore_common = shutil.ignore_patterns("grading", "__pycache__", "*.pyc", "*.egg-info")
+    withheld = {(repo / rel).resolve() for rel in WITHHELD_FILES}
+
+    def skip(folder: str, names: List[str]) -> Set[str]:
+        return set(ignore_common(folder, names)) | {n for n in names if (Path(folder) / n).resolve() in withheld}
+
+    shutil.copytree(repo / "kvsched_lab", out / "kvsched_lab", ignore=skip)
     for name in SETUP_FILES:
         if (repo / name).is_file():
             shutil.copyfile(repo / name, out / name)
+    if (repo / "Makefile").is_file():
+        (out / "Makefile").write_text(student_makefile((repo / "Makefile").read_text(encoding="utf-8")),
+                                      encoding="utf-8")
     (out / "README.md").write_text(STUDENT_README, encoding="utf-8")
     (out / "notebooks").mkdir(exist_ok=True)
     for path in sorted(notebooks.glob("*.ipynb")):
@@ -165,7 +220,16 @@ def unclean_notebooks(bundle: Path) -> List[str]:
 
 
 def forbidden_paths(bundle: Path) -> List[str]:
-    return [f"{rel} is in the bundle" for rel in ("solutions", "kvsched_lab/grading", "tests") if (bundle / rel).exists()]
+    problems = [f"{rel} is in the bundle" for rel in ("solutions", "kvsched_lab/grading", "tests")
+                if (bundle / rel).exists()]
+    problems += [f"{rel} is in the bundle (withheld: {why})" for rel, why in WITHHELD_FILES.items()
+                 if (bundle / rel).exists()]
+    makefile = bundle / "Makefile"
+    if makefile.is_file():
+        problems += [f"Makefile line {k} refers to tests/, which the bundle lacks: {line.strip()}"
+                     for k, line in enumerate(makefile.read_text(encoding="utf-8").splitlines(), start=1)
+                     if re.search(r"\btests\b", line) and not line.lstrip().startswith(("#", "@echo"))]
+    return problems
 
 
 # --------------------------------------------------------------------------- running checks

@@ -79,3 +79,15 @@ def test_cli_lru_matches_sanity_anchor_at_8k(capsys):
     out = json.loads(capsys.readouterr().out)
     assert out["block_refs"] == 288500
     assert round(out["prefix_hit_rate"] * 100, 1) == 17.8
+
+
+def test_library_policies_report_block_hits_and_the_bound_holds():
+    from kvsched_lab.traces import synthetic_trace
+
+    trace = synthetic_trace(400, seed=5)
+    bound = replay(trace, "belady", 300)
+    for name in ("fifo", "lru", "s3fifo", "arc"):
+        res = replay(trace, name, 300)
+        assert res.prefix_hits <= res.block_hits <= bound.block_hits
+    assert bound.block_hit_rate >= bound.prefix_hit_rate > 0
+    assert replay(trace, KVCacheSchedulerSim, 300).block_hits is None  # the chapter's class does not count them

@@ -91,3 +91,16 @@ def test_library_policies_report_block_hits_and_the_bound_holds():
         assert res.prefix_hits <= res.block_hits <= bound.block_hits
     assert bound.block_hit_rate >= bound.prefix_hit_rate > 0
     assert replay(trace, KVCacheSchedulerSim, 300).block_hits is None  # the chapter's class does not count them
+
+
+def test_cli_real_kv_replay_computes_only_the_misses(tmp_path, capsys):
+    path = tmp_path / "hand.jsonl"
+    save_trace(HAND_TRACE, path)
+    assert main(["replay", "--trace", str(path), "--policy", "lru", "--capacity-blocks", "3", "--real-kv",
+                 "--tokens-per-block", "4", "--device", "cpu", "--json", "--quiet"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    # Same hits as the trace-only replay (4 blocks of 4 tokens), computed tokens are the rest.
+    assert out["protocol_hit_blocks"] == 4 and out["prefill_tokens_total"] == 11 * 4
+    assert out["prefill_tokens_computed"] == out["prefill_tokens_total"] - out["hit_tokens"] == 44 - 16
+    assert out["max_abs_logit_diff"] <= 1e-4 and out["device"] == "cpu"
+    assert out["blocks_in_use_max"] <= out["pool_blocks"]

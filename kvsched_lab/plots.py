@@ -13,6 +13,7 @@ from typing import Any, Callable, Dict, Hashable, Iterable, List, Mapping, Optio
 import matplotlib.pyplot as plt
 from matplotlib.axes import Axes
 from matplotlib.figure import Figure
+from matplotlib.ticker import ScalarFormatter, SymmetricalLogLocator
 
 from kvsched_lab.events import EVICT, iter_events
 
@@ -266,6 +267,9 @@ def plot_explorer_state(state: Mapping[str, Any], figsize: Tuple[float, float] =
     right.set_ylim(0.5, max([4] + [e["hits"] for e in ev]) + 0.5)  # fixed floor: comparable across updates
     right.yaxis.get_major_locator().set_params(integer=True)
     right.set_xscale("symlog", linthresh=10)
+    right.xaxis.set_major_locator(SymmetricalLogLocator(base=10, linthresh=10, subs=[1.0, 3.0]))
+    right.xaxis.set_major_formatter(ScalarFormatter())  # 10, 30, 100, 300, ... not 10^k alone
+    right.set_xlim(left=-1)  # ages are never negative
     right.set_xlabel("touches since last use, at eviction")
     right.set_ylabel("hits at eviction")
     right.set_title(f"{len(ev)} evicted entries (circle area ~ blocks)")

@@ -15,9 +15,9 @@ from __future__ import annotations
 import sys
 import time
 from dataclasses import asdict, dataclass
-from typing import Any, Callable, Hashable, List, Optional, Sequence, Union
+from typing import Any, Callable, Hashable, Optional, Sequence, Union
 
-from kvsched_lab.policies.base import Policy, gc_paused
+from kvsched_lab.policies.base import Policy, gc_paused, generic_replay_requests
 from kvsched_lab.traces import Request, sort_by_arrival
 
 _CHUNK_REQUESTS = 500  # progress granularity; state carries across chunks, so results do not depend on it
@@ -37,22 +37,6 @@ class ReplayResult:
 
     def to_dict(self) -> dict:
         return asdict(self)
-
-
-def generic_replay_requests(sim: Any, id_lists: Sequence[Sequence[Hashable]], bytes_: int) -> List[int]:
-    """Section 3 for any object with ``touch`` and ``entries``: returns prefix hits per request."""
-    entries, touch = sim.entries, sim.touch
-    hits = []
-    for ids in id_lists:
-        n = 0
-        for key in ids:
-            if key not in entries:
-                break
-            n += 1
-        hits.append(n)
-        for key in ids:
-            touch(key, bytes_)
-    return hits
 
 
 def replay(

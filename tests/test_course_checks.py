@@ -1,8 +1,10 @@
 """The learner checks (`kvsched_lab.course`): right answers pass, plausible wrong ones fail usefully.
 
-Each TODO keeps the reference, two correct-but-different answers, the untouched stub and at
-least four plausible wrong answers as regression cases (Kaggle learntools' habit). This file
-holds answers: ship it with the instructor copy only, like ``solutions/``.
+Each TODO keeps the reference, correct-but-different answers, the untouched stub and at least
+four plausible wrong answers as regression cases (Kaggle learntools' habit). The answers are
+tests/grading_cases/variants.py, shared with the hidden grader's tests (tests/test_grading.py):
+both must fail every wrong answer and pass every alternative. This file holds answers: ship it
+with the instructor copy only, like ``solutions/``.
 """
 import json
 import re
@@ -27,256 +29,16 @@ def fn_from(name, source):
 
 # --------------------------------------------------------------------------- variants
 
-CORRECT = {
-    "score": [
-        """
-        def _score(self, hits, size, last_used):
-            return -0.25 * size / max(self.capacity_bytes, 1) + hits + 0.5 / (1 + max(self.time - last_used, 0))
-        """,
-        """
-        def _score(self, hits, size, last_used):
-            recency = 1.0 / (1.0 + max(self.time - last_used, 0))
-            size_penalty = size / max(self.capacity_bytes, 1)
-            score = recency * 0.5 + float(hits) - size_penalty / 4
-            return score
-        """,
-    ],
-    "heap": [
-        """
-        def _refresh_queue(self, prefix):
-            e = self.entries[prefix]
-            e.priority = self._score(e.hits, e.bytes, e.last_used)
-            heapq.heappush(self.queue, tuple([e.priority, e.last_used, e.prefix]))
-        """,
-        """
-        def _refresh_queue(self, prefix):
-            entry = self.entries[prefix]
-            entry.priority = self._score(entry.hits, entry.bytes, entry.last_used)
-            self.queue.append((entry.priority, entry.last_used, prefix))
-            heapq.heapify(self.queue)
-        """,
-    ],
-    "stale": [
-        """
-        def _evict_until_fit(self, needed):
-            while self.current_bytes + needed > self.capacity_bytes and self.entries:
-                while self.queue:
-                    record = heapq.heappop(self.queue)
-                    entry = self.entries.get(record[2])
-                    if entry is None:
-                        continue
-                    if record != (entry.priority, entry.last_used, entry.prefix):
-                        continue
-                    break
-                else:
-                    entry = min(self.entries.values(), key=lambda e: (e.priority, e.last_used))
-                self.current_bytes -= entry.bytes
-                self.entries.pop(entry.prefix, None)
-                self.log.append(f"evict:{entry.prefix}")
-        """,
-        """
-        def _evict_until_fit(self, needed):
-            while self.current_bytes + needed > self.capacity_bytes and self.entries:
-                while self.queue:
-                    priority, last_used, prefix = heapq.heappop(self.queue)
-                    entry = self.entries.get(prefix)
-                    if entry is None:
-                        continue
-                    is_stale = priority != entry.priority or last_used != entry.last_used
-                    if is_stale:
-                        continue
-                    break
-                else:
-                    entry = min(self.entries.values(), key=lambda e: (e.priority, e.last_used))
-                    prefix = entry.prefix
-                self.current_bytes -= entry.bytes
-                self.entries.pop(prefix, None)
-                self.log.append(f"evict:{prefix}")
-        """,
-    ],
-    "entry": [
-        """
-        def touch(self, prefix, bytes_):
-            self._check_touch(prefix, bytes_)
-            self.time += 1
-            if prefix in self.entries:
-                entry = self.entries[prefix]
-                entry.hits += 1
-                entry.last_used = self.time
-                self._refresh_queue(prefix)
-                self.log.append(f"reuse:{prefix}")
-                return
-            self._evict_until_fit(bytes_)
-            entry = CacheEntry(0.0, self.time, prefix, 1, bytes_)
-            self.entries[prefix] = entry
-            self.current_bytes += bytes_
-            self._refresh_queue(prefix)
-            self.log.append(f"add:{prefix}")
-        """,
-        """
-        def touch(self, prefix, bytes_):
-            if bytes_ > self.capacity_bytes:
-                raise ValueError("single cache entry exceeds capacity")
-            self.time += 1
-            if prefix in self.entries:
-                hit = self.entries[prefix]
-                hit.hits, hit.last_used = hit.hits + 1, self.time
-                self._refresh_queue(prefix)
-                self.log.append("reuse:" + str(prefix))
-                return
-            self._evict_until_fit(bytes_)
-            self.entries[prefix] = CacheEntry(hits=1, bytes=bytes_, prefix=prefix, last_used=self.time, priority=-1.0)
-            self.current_bytes += bytes_
-            self._refresh_queue(prefix)
-            self.log.append("add:" + str(prefix))
-        """,
-    ],
-    "snapshot": [
-        """
-        def snapshot(self):
-            by_age = sorted(self.entries.values(), key=lambda e: (e.last_used, e.prefix))
-            ordered_entries = sorted(by_age, key=lambda e: e.priority, reverse=True)
-            return [(e.prefix, e.bytes, round(e.priority, 4), e.hits) for e in ordered_entries]
-        """,
-        """
-        def snapshot(self):
-            by_prefix = sorted(self.entries.values(), key=lambda e: e.prefix)
-            ordered_entries = sorted(by_prefix, key=lambda e: (e.priority, -e.last_used), reverse=True)
-            return [(e.prefix, e.bytes, round(e.priority, 4), e.hits) for e in ordered_entries]
-        """,
-    ],
-}
+sys.path.insert(0, str(Path(__file__).parent / "grading_cases"))
+import variants as v  # noqa: E402
 
-# The chapter's stub shapes with one plausible mistake each, and a word the message must contain.
-_SCORE = """
-def _score(self, hits, size, last_used):
-    recency = 1.0 / (1.0 + max(self.time - last_used, 0))
-    reuse_bonus = float(hits)
-    size_penalty = size / max(self.capacity_bytes, 1)
-    {line}
-    return score
-"""
-_HEAP = """
-def _refresh_queue(self, prefix):
-    entry = self.entries[prefix]
-    entry.priority = self._score(entry.hits, entry.bytes, entry.last_used)
-    {line}
-"""
-_STALE = """
-def _evict_until_fit(self, needed):
-    while self.current_bytes + needed > self.capacity_bytes and self.entries:
-        while self.queue:
-            priority, last_used, prefix = heapq.heappop(self.queue)
-            entry = self.entries.get(prefix)
-            if entry is None:
-                continue
-            {line}
-            if is_stale:
-                continue
-            break
-        else:
-            entry = min(self.entries.values(), key=lambda e: (e.priority, e.last_used))
-            prefix = entry.prefix
-        self.current_bytes -= entry.bytes
-        self.entries.pop(prefix, None)
-        self.log.append(f"evict:{{prefix}}")
-"""
-_ENTRY = """
-def touch(self, prefix, bytes_):
-    self._check_touch(prefix, bytes_)
-    self.time += 1
-    if prefix in self.entries:
-        entry = self.entries[prefix]
-        entry.hits += 1
-        entry.last_used = self.time
-        self._refresh_queue(prefix)
-        self.log.append(f"reuse:{{prefix}}")
-        return
-    self._evict_until_fit(bytes_)
-    {line}
-    self.entries[prefix] = entry
-    self.current_bytes += bytes_
-    self._refresh_queue(prefix)
-    self.log.append(f"add:{{prefix}}")
-"""
-_SNAPSHOT = """
-def snapshot(self):
-    {line}
-    return [(e.prefix, e.bytes, round(e.priority, 4), e.hits) for e in ordered_entries]
-"""
-
-WRONG = {
-    "score": [
-        (_SCORE, "score = reuse_bonus + 0.25 * recency - 0.5 * size_penalty", "recency term has the wrong weight"),
-        (_SCORE, "score = reuse_bonus + 0.5 * recency + 0.25 * size_penalty", "bigger entry must score lower"),
-        (_SCORE, "score = reuse_bonus - 0.25 * size_penalty", "ignores recency"),
-        (_SCORE, "score = reuse_bonus + 1 + 0.5 * recency - 0.25 * size_penalty", "should be 0.5"),
-        (_SCORE, "score = reuse_bonus + 0.5 * recency - 0.25 * size", "size penalty has the wrong weight"),
-        (_SCORE, "score = 0.5 * reuse_bonus + recency - 0.25 * size_penalty", "each extra hit must add exactly 1.0"),
-        (_SCORE, "score = -(reuse_bonus + 0.5 * recency - 0.25 * size_penalty)", "more hits must give a higher score"),
-        (_SCORE, "score = None", "must return a number"),
-        (_SCORE, "score = reuse_bonus + 0.5 / (1 + self.time - last_used) - 0.25 * size_penalty", "last_used=9"),
-        (_SCORE, "score = reuse_bonus + 0.5 * recency - 0.25 * size / 128", "size penalty has the wrong weight"),
-        (_SCORE, "while True: pass", "did not finish"),
-    ],
-    "heap": [
-        (_HEAP, "heapq.heappush(self.queue, (-entry.priority, entry.last_used, prefix))", "negated"),
-        (_HEAP, "heapq.heappush(self.queue, (entry.last_used, entry.priority, prefix))", "wrong order"),
-        (_HEAP, "heapq.heappush(self.queue, (entry.priority, entry.last_used, entry))", "not the CacheEntry object"),
-        (_HEAP, "self.queue.append((entry.priority, entry.last_used, prefix))", "no longer a min-heap"),
-        (_HEAP, "self.queue = [(entry.priority, entry.last_used, prefix)]", "lost an older record"),
-        (_HEAP, "heapq.heappush(self.queue, (entry.priority, prefix, entry.last_used))", "last field must be the key"),
-        (_HEAP, "heapq.heappush(self.queue, (entry.priority, 0, prefix))", "second field must be the entry's last_used"),
-        (_HEAP, "heapq.heappush(self.queue, (entry.priority, entry.last_used))", "three fields"),
-        (_HEAP, "heapq.heappush(self.queue, (entry.priority, entry.last_used, prefix)); "
-                "heapq.heappush(self.queue, (entry.priority, entry.last_used, prefix))", "exactly one new record"),
-        (_HEAP.replace("entry.priority = self._score", "old = self._score"),
-         "heapq.heappush(self.queue, (entry.priority, entry.last_used, prefix))", "must store the new score"),
-    ],
-    "stale": [
-        (_STALE, "is_stale = False", "re-scored later, but it was used for eviction"),
-        (_STALE, "is_stale = priority != entry.priority", "last_used is out of date"),
-        (_STALE, "is_stale = last_used != entry.last_used", "priority is out of date"),
-        (_STALE, "is_stale = (priority, last_used) == (entry.priority, entry.last_used)", "could never be evicted"),
-        (_STALE, "is_stale = priority < entry.priority", "last_used is out of date"),
-        (_STALE, "is_stale = True", "could never be evicted"),
-    ],
-    "entry": [
-        (_ENTRY, "entry = CacheEntry(priority=0.0, last_used=self.time, prefix=prefix, hits=0, bytes=bytes_)",
-         "the newest entry must start with one hit"),
-        (_ENTRY, "entry = CacheEntry(priority=0.0, last_used=0, prefix=prefix, hits=1, bytes=bytes_)",
-         "last_used must be the current time"),
-        (_ENTRY, "entry = CacheEntry(0.0, self.time, prefix, bytes_, 1)", "hits and bytes are swapped"),
-        (_ENTRY, "entry = CacheEntry(priority=0.0, last_used=self.time, prefix=prefix, hits=1)",
-         "must record its size"),
-        (_ENTRY, "entry = dict(priority=0.0, last_used=self.time, prefix=prefix, hits=1, bytes=bytes_)",
-         "must be a CacheEntry"),
-        (_ENTRY, "entry = CacheEntry(priority=0.0, last_used=self.time - 1, prefix=prefix, hits=1, bytes=bytes_)",
-         "last_used must be the current time"),
-        (_ENTRY, "entry = CacheEntry(priority=0.0, last_used=self.time, prefix='entry', hits=1, bytes=bytes_)",
-         "must record its own prefix"),
-    ],
-    "snapshot": [
-        (_SNAPSHOT, "ordered_entries = sorted(self.entries.values(), key=lambda e: (e.priority, e.last_used, e.prefix))",
-         "lowest priority first"),
-        (_SNAPSHOT, "ordered_entries = sorted(self.entries.values(), key=lambda e: (e.priority, e.last_used, e.prefix), "
-                    "reverse=True)", "came out newest first"),
-        (_SNAPSHOT, "ordered_entries = sorted(self.entries.values(), key=lambda e: e.priority, reverse=True)",
-         "came out newest first"),
-        (_SNAPSHOT, "ordered_entries = sorted(self.entries.values(), key=lambda e: (-round(e.priority, 4), e.last_used, e.prefix))",
-         "full priority"),
-        (_SNAPSHOT, "ordered_entries = sorted(self.entries.values(), key=lambda e: (-e.priority, e.last_used))",
-         "prefix order"),
-        (_SNAPSHOT, "ordered_entries = list(self.entries.values())", "priority"),
-        (_SNAPSHOT, "ordered_entries = self.entries.values(); self.entries.clear()", "must not change self.entries"),
-    ],
-}
+CORRECT = v.ALTERNATIVES
 
 
 def wrong_cases():
-    for name, variants in WRONG.items():
-        for i, (template, line, why) in enumerate(variants):
-            yield pytest.param(name, template.format(line=line), why, id=f"{name}-{i}")
+    for name, variants in v.WRONG.items():
+        for i, wrong in enumerate(variants):
+            yield pytest.param(name, wrong.source, wrong.why, id=f"{name}-{i}")
 
 
 # --------------------------------------------------------------------------- grading
@@ -309,7 +71,7 @@ def test_wrong_answers_fail_with_a_useful_message(name, source, why):
 
 
 def test_at_least_four_wrong_answers_per_todo():
-    assert all(len(WRONG[n]) >= 4 for n in TODO_METHODS) and all(len(CORRECT[n]) >= 2 for n in TODO_METHODS)
+    assert all(len(v.WRONG[n]) >= 4 for n in TODO_METHODS) and all(len(CORRECT[n]) >= 2 for n in TODO_METHODS)
 
 
 @pytest.mark.parametrize("name", list(TODO_METHODS))

@@ -2,7 +2,8 @@
 misbehaving code gets a clear status without crashing the batch or earning a grade.
 
 All graded submissions go through one `kvsched grade` run (``--jobs 2``), built here as .py files
-and as tagged notebooks (tests/grading_cases/variants.py), so the suite pays for kernels once.
+and as tagged notebooks (tests/grading_cases/variants.py, whose wrong and alternative answers the
+public checks' tests use too), so the suite pays for kernels once.
 """
 from __future__ import annotations
 
@@ -30,6 +31,7 @@ import variants as v  # noqa: E402
 TODOS = list(TODO_METHODS)
 ROOT = Path(__file__).resolve().parents[1]
 FULL = {t: (20, "passed") for t in TODOS}
+MIXED = v.mixed_rounds()
 
 # Misbehaving TODO code (cell sources); each is graded inside a submission that is otherwise right.
 LOOP = """
@@ -82,11 +84,11 @@ def _build(root: Path) -> Dict[str, Dict[str, Tuple[int, str]]]:
     want["chapter-stub.py"] = {t: (0, "not attempted") for t in TODOS}
     (root / "skeleton.py").write_text(v.PY_HEADER + "    pass\n", encoding="utf-8")
     want["skeleton.py"] = {t: (0, "not attempted") for t in TODOS}
-    for todo, muts in v.MUTATIONS.items():
-        for k in range(len(muts)):
-            name = f"mut-{todo}-{k}.py"
-            _py(root, name, {todo: v.mutant(todo, k)})
-            want[name] = {**FULL, todo: (0, "failed")}
+    # Every wrong answer and every alternative of tests/grading_cases/variants.py (the public checks'
+    # tests use the same ones), a few TODOs per submission: wrong ones fail, the others keep their points.
+    for r, sources in enumerate(MIXED):
+        _py(root, f"mixed-{r}.py", {t: src for t, (src, _) in sources.items()})
+        want[f"mixed-{r}.py"] = {t: (20, "passed") if w is None else (0, w.grader) for t, (_, w) in sources.items()}
     for k in range(2):
         _py(root, f"alt-{k}.py", {t: alts[k] for t, alts in v.ALTERNATIVES.items()})
         want[f"alt-{k}.py"] = FULL
@@ -119,7 +121,8 @@ def _build(root: Path) -> Dict[str, Dict[str, Tuple[int, str]]]:
         sources, expect = {}, {}
         for i, t in enumerate(TODOS):
             if (i + k) % 2 == 0:
-                sources[t], expect[t] = v.mutant(t, k), (0, "failed")
+                wrong = v.graded_wrong(t)[k]
+                sources[t], expect[t] = wrong.source, (0, wrong.grader)
             else:
                 sources[t], expect[t] = v.ALTERNATIVES[t][k % 2], (20, "passed")
         v.write_series(root / f"nb-mixed-{k}", sources)
@@ -199,12 +202,23 @@ def test_untouched_stubs_get_zero_marked_not_attempted(batch, name):
     _check(batch, name)
 
 
-@pytest.mark.parametrize("todo,k", [(t, k) for t, m in v.MUTATIONS.items() for k in range(len(m))])
-def test_each_wrong_answer_loses_exactly_its_own_todo(batch, todo, k):
-    name = f"mut-{todo}-{k}.py"
+@pytest.mark.parametrize("r", range(len(MIXED)))
+def test_each_wrong_answer_loses_exactly_its_own_todo(batch, r):
+    """Each wrong answer scores 0 on its TODO, saying what it got wrong; the correct TODOs beside it keep 20."""
+    name = f"mixed-{r}.py"
     _check(batch, name)
     text = _feedback(batch, name)
-    assert "observed" in text and "expected" in text
+    for t, (_, wrong) in MIXED[r].items():
+        if wrong is not None and wrong.grader == "failed":  # an "error" shows the exception instead
+            section = text.split(f"## {t} (")[1].split("\n## ")[0]
+            assert "observed" in section and "expected" in section, (wrong.name, section)
+
+
+def test_every_graded_variant_is_in_the_batch():
+    graded = [w for t in TODOS for w in v.graded_wrong(t)]
+    assert sorted(w for sources in MIXED for _, w in sources.values() if w is not None) == sorted(graded)
+    for t in TODOS:
+        assert {src for sources in MIXED for src, w in [sources[t]] if w is None} == set(v.ALTERNATIVES[t])
 
 
 @pytest.mark.parametrize("k", range(5))

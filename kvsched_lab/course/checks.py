@@ -505,6 +505,10 @@ class _TouchSelf:
     def _check_touch(self, prefix: Hashable, bytes_: int) -> None:
         SchedulerSkeleton._check_touch(self, prefix, bytes_)  # the given input check, as is
 
+    def _score(self, hits: int, size: int, last_used: int) -> float:
+        # A touch may score its new entry itself (right, if redundant): _refresh_queue rescores it.
+        return self.next_priority
+
     def _evict_until_fit(self, needed: int) -> None:
         self.calls.append(("evict", needed, frozenset(self.entries)))
         while self.entries and self.current_bytes + needed > self.capacity_bytes:

@@ -17,7 +17,7 @@ from collections import OrderedDict
 from typing import Hashable, Iterable, List, Optional, Sequence, Tuple
 
 from kvsched_lab.events import ADD, EVICT, REUSE
-from kvsched_lab.policies.base import Policy
+from kvsched_lab.policies.base import Policy, prefix_hits
 
 
 class ARCPolicy(Policy):
@@ -108,6 +108,7 @@ class ARCPolicy(Policy):
 
     def _replay(self, hash_id_lists: Iterable[Sequence[Hashable]], bytes_: int) -> List[int]:
         entries, t1, t2, b1, b2 = self.entries, self.t1, self.t2, self.b1, self.b2
+        contains = entries.__contains__
         emit = self.log.append_event
         add, evict, reuse = ADD, EVICT, REUSE  # locals: faster than globals in the loop
         c, cur, hits, time, p = self.capacity_bytes, self.current_bytes, self.hits, self.time, self.p
@@ -115,12 +116,7 @@ class ARCPolicy(Policy):
         out: List[int] = []
         try:
             for ids in hash_id_lists:
-                n = 0
-                for key in ids:
-                    if key not in entries:
-                        break
-                    n += 1
-                out.append(n)
+                out.append(prefix_hits(contains, ids))
                 for key in ids:
                     time += 1
                     if key in entries:  # case I

@@ -50,8 +50,10 @@ library policies override its inner `_replay` with a faster loop giving identica
 from __future__ import annotations
 
 import gc
+from collections import deque
 from contextlib import contextmanager
-from typing import Any, Hashable, Iterable, Iterator, List, Optional, Sequence, Tuple
+from itertools import chain, repeat, takewhile
+from typing import Any, Callable, Hashable, Iterable, Iterator, List, Optional, Sequence, Tuple
 
 from kvsched_lab.events import ADD, EVICT, REUSE, SKIP, EventLog
 from kvsched_lab.scheduler import require_positive_int
@@ -72,6 +74,51 @@ def gc_paused() -> Iterator[None]:
     finally:
         if was_enabled:
             gc.enable()
+
+
+# -- pieces of the replay hot loops (`_replay`), shared by the library policies ----------------
+# Each policy keeps its per-key logic inline in its own `_replay` (a call per touch would cost
+# 10-20%); what every loop does per *request* lives here, done in C where it can be.
+
+def cached_head(contains: Callable[[Hashable], bool], ids: Sequence[Hashable]) -> List[Hashable]:
+    """The leading run of `ids` that is cached (`contains` is ``entries.__contains__``): the
+    request's prefix hits, found by C-level iterators (no Python loop)."""
+    return list(takewhile(contains, ids))
+
+
+def prefix_hits(contains: Callable[[Hashable], bool], ids: Sequence[Hashable]) -> int:
+    """How many leading ids of a request are cached at its arrival (REFERENCE.md section 3 item 2)."""
+    return len(list(takewhile(contains, ids)))
+
+
+def hit_events(keys: Iterable[Hashable]) -> Iterator[Hashable]:
+    """A ``reuse`` event per key, flat (``reuse, k0, reuse, k1, ...``): one `EventLog.append_event`
+    call records a whole run of hits."""
+    return chain.from_iterable(zip(repeat(REUSE), keys))
+
+
+def consume(iterator: Iterable[Any]) -> None:
+    """Run an iterator to its end in C (a zero-length deque keeps nothing)."""
+    deque(iterator, maxlen=0)
+
+
+def generic_replay_requests(sim: Any, id_lists: Iterable[Sequence[Hashable]], bytes_: int) -> List[int]:
+    """Section 3 for any object with ``touch`` and ``entries``: returns prefix hits per request.
+
+    The protocol step by step, one ``touch`` per block: the learner's scheduler and the reference
+    replay through it (`kvsched_lab.replay`), and so does a `Policy` subclass without its own loop."""
+    entries, touch = sim.entries, sim.touch
+    hits = []
+    for ids in id_lists:
+        n = 0
+        for key in ids:
+            if key not in entries:
+                break
+            n += 1
+        hits.append(n)
+        for key in ids:
+            touch(key, bytes_)
+    return hits
 
 
 class Policy:
@@ -168,18 +215,7 @@ class Policy:
     def _replay(self, hash_id_lists: Iterable[Sequence[Hashable]], bytes_: int) -> List[int]:
         # The generic loop over `touch`; library policies override it with an inlined loop
         # that must give the same hits, entries and log (tests/test_policies.py checks).
-        entries = self.entries
-        out = []
-        for ids in hash_id_lists:
-            n = 0
-            for key in ids:
-                if key not in entries:
-                    break
-                n += 1
-            out.append(n)
-            for key in ids:
-                self.touch(key, bytes_)
-        return out
+        return generic_replay_requests(self, hash_id_lists, bytes_)
 
     def snapshot(self) -> List[Tuple[Any, ...]]:
         """Live entries as ``(key, bytes)``, in insertion order; policies refine the order."""

@@ -19,7 +19,7 @@ from itertools import chain
 from typing import Dict, Hashable, Iterable, List, Optional, Sequence, Tuple
 
 from kvsched_lab.events import ADD, EVICT, REUSE, SKIP
-from kvsched_lab.policies.base import Policy
+from kvsched_lab.policies.base import Policy, prefix_hits
 
 
 def next_uses(future: Sequence[Hashable]) -> List[int]:
@@ -106,18 +106,14 @@ class BeladyPolicy(Policy):
         if flat != self.future[self.time:self.time + len(flat)]:
             raise ValueError("the requests' ids are not the next keys of the future this policy was given")
         entries, next_of, heap, next_use = self.entries, self.next_of, self.heap, self.next_use
+        contains = entries.__contains__
         emit = self.log.append_event
         add, evict, reuse, skip = ADD, EVICT, REUSE, SKIP  # locals: faster than globals in the loop
         cap, cur, hits, time = self.capacity_bytes, self.current_bytes, self.hits, self.time
         out: List[int] = []
         try:
             for ids in lists:
-                n = 0
-                for key in ids:
-                    if key not in entries:
-                        break
-                    n += 1
-                out.append(n)
+                out.append(prefix_hits(contains, ids))
                 for key in ids:
                     nxt = next_use[time]
                     time += 1

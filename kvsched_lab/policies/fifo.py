@@ -1,22 +1,23 @@
 """FIFO: evict the block cached longest ago, whatever its hits (SGLang's and LMCache's ``fifo``).
 
 ``entries`` is an `OrderedDict` in insertion order; a hit changes nothing, a victim is the first
-key: O(1) per touch. FIFO is the floor the smarter policies must beat.
+key: O(1) per touch. FIFO is the floor the smarter policies must beat. LRU (lru.py) is this policy
+with one change: a hit moves its key to the end (``refresh_hits``), so the replay loop is shared.
 """
 from __future__ import annotations
 
 from collections import OrderedDict
-from itertools import chain, repeat, takewhile
 from typing import Hashable, Iterable, List, Optional, Sequence, Tuple
 
 from kvsched_lab.events import ADD, EVICT, REUSE
-from kvsched_lab.policies.base import Policy
+from kvsched_lab.policies.base import Policy, cached_head, consume, hit_events
 
 
 class FIFOPolicy(Policy):
     """First in, first out; ``entries`` is ordered oldest insertion first."""
 
     name = "fifo"
+    refresh_hits = False  # LRU: a hit moves its key to the end of ``entries`` (the newest)
 
     def __init__(self, capacity_bytes: int, *, future: Optional[Sequence[Hashable]] = None) -> None:
         super().__init__(capacity_bytes, future=future)
@@ -31,25 +32,30 @@ class FIFOPolicy(Policy):
 
     def _replay(self, hash_id_lists: Iterable[Sequence[Hashable]], bytes_: int) -> List[int]:
         entries = self.entries
-        contains, pop_oldest = entries.__contains__, entries.popitem
-        emit = self.log.append_event  # list.extend: one call records one or two events
+        contains, pop_oldest, move_to_end = entries.__contains__, entries.popitem, entries.move_to_end
+        refresh = self.refresh_hits
+        emit = self.log.append_event  # list.extend: one call records one, two or a run of events
         add, evict, reuse = ADD, EVICT, REUSE  # locals: faster than globals in the loop
         cap, cur, hits, time = self.capacity_bytes, self.current_bytes, self.hits, self.time
         out: List[int] = []
         try:
             for ids in hash_id_lists:
-                # The leading cached run is all hits and hits never evict, so it is found and
-                # touched with C-level iterators (takewhile, map) instead of a Python loop.
-                n = len(list(takewhile(contains, ids)))
+                # The prefix hits never evict: they are found, refreshed (LRU) and logged with
+                # C-level iterators (takewhile, map) instead of a Python loop.
+                head = cached_head(contains, ids)
+                n = len(head)
                 out.append(n)
                 hits += n
                 time += len(ids)
                 if n:
-                    head = ids[:n]
-                    emit(chain.from_iterable(zip(repeat(reuse, n), head)))
+                    if refresh:
+                        consume(map(move_to_end, head))
+                    emit(hit_events(head))
                 for key in ids[n:]:
                     if key in entries:
                         hits += 1
+                        if refresh:
+                            move_to_end(key)
                         emit((reuse, key))
                         continue
                     if cur + bytes_ <= cap:

@@ -39,7 +39,7 @@ from heapq import heapify, heappop, heappush, heapreplace
 from typing import Dict, Hashable, Iterable, List, Optional, Sequence, Tuple
 
 from kvsched_lab.events import ADD, EVICT, REUSE
-from kvsched_lab.policies.base import Policy
+from kvsched_lab.policies.base import Policy, prefix_hits
 from kvsched_lab.scheduler import require_positive_int
 
 MOONCAKE_BLOCK_TOKENS = 512
@@ -141,6 +141,7 @@ class GDSFPolicy(Policy):
 
     def _replay(self, hash_id_lists: Iterable[Sequence[Hashable]], bytes_: int) -> List[int]:
         entries, meta, heap = self.entries, self.meta, self.heap
+        contains = entries.__contains__
         emit = self.log.append_event
         add, evict, reuse = ADD, EVICT, REUSE  # locals: faster than globals in the loop
         cap, cur, hits, time, floor = self.capacity_bytes, self.current_bytes, self.hits, self.time, self.floor
@@ -149,12 +150,7 @@ class GDSFPolicy(Policy):
         out: List[int] = []
         try:
             for ids in hash_id_lists:
-                n = 0
-                for key in ids:
-                    if key not in entries:
-                        break
-                    n += 1
-                out.append(n)
+                out.append(prefix_hits(contains, ids))
                 while len(costs) <= len(ids):
                     costs.append(block_cost(len(costs), self.cost_scale))
                 for depth, key in enumerate(ids, 1):

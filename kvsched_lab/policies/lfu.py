@@ -2,11 +2,9 @@
 
 SGLang's radix cache (``mem_cache/radix_cache.py``) evicts leaves by ``(hit_count,
 last_access_time)``. This is the O(1) LFU of Shah, Mitra & Matani ("An O(1) algorithm for
-implementing the LFU cache eviction scheme", 2010): one bucket per hit count, an `OrderedDict`
-of its keys in touch order, and a min-heap ``levels`` of the counts that have a bucket. A hit
-moves its key to the end of the next bucket (it is that bucket's most recent touch); the victim
-is the first key of the lowest non-empty bucket. A bucket emptied by a hit stays until it reaches
-the top of ``levels``, so ``levels`` holds exactly the keys of ``buckets``. One record per cached
+implementing the LFU cache eviction scheme", 2010), the `BucketQueue` of buckets.py with the hit
+count as the level: a hit moves its key to the end of the next bucket (it is that bucket's most
+recent touch); the victim is the first key of the lowest non-empty bucket. One record per cached
 block, no stale ones: O(1) per touch plus O(log #counts) when a count appears.
 
 Without aging, a block that was hot once is never evicted: GDSF (gdsf.py) adds the aging.
@@ -18,7 +16,8 @@ from heapq import heappop, heappush
 from typing import Dict, Hashable, Iterable, List, Optional, Sequence, Tuple
 
 from kvsched_lab.events import ADD, EVICT, REUSE
-from kvsched_lab.policies.base import Policy
+from kvsched_lab.policies.base import Policy, prefix_hits
+from kvsched_lab.policies.buckets import BucketQueue
 
 
 class LFUPolicy(Policy):
@@ -29,36 +28,25 @@ class LFUPolicy(Policy):
     def __init__(self, capacity_bytes: int, *, future: Optional[Sequence[Hashable]] = None) -> None:
         super().__init__(capacity_bytes, future=future)
         self.meta: Dict[Hashable, List[int]] = {}
-        self.buckets: Dict[int, "OrderedDict[Hashable, None]"] = {}  # hits -> keys, oldest touch first
-        self.levels: List[int] = []  # min-heap of the keys of `buckets`
+        self.records = BucketQueue()  # level: hits; each bucket oldest touch first
 
     @property
     def num_records(self) -> int:
-        return sum(map(len, self.buckets.values()))
-
-    def _file(self, key: Hashable, hits: int) -> None:
-        bucket = self.buckets.get(hits)
-        if bucket is None:
-            self.buckets[hits] = bucket = OrderedDict()
-            heappush(self.levels, hits)
-        bucket[key] = None
+        return len(self.records)
 
     def on_hit(self, key: Hashable) -> None:
         m = self.meta[key]
-        del self.buckets[m[0]][key]
+        self.records.unfile(key, m[0])
         m[0] += 1
         m[1] = self.time
-        self._file(key, m[0])
+        self.records.file(key, m[0])
 
     def on_insert(self, key: Hashable, size: int) -> None:
         self.meta[key] = [1, self.time]
-        self._file(key, 1)
+        self.records.file(key, 1)
 
     def victim(self) -> Hashable:
-        levels, buckets = self.levels, self.buckets
-        while not buckets[levels[0]]:
-            del buckets[heappop(levels)]
-        return buckets[levels[0]].popitem(last=False)[0]
+        return self.records.pop()
 
     def on_evict(self, key: Hashable, size: int) -> None:
         del self.meta[key]
@@ -69,20 +57,16 @@ class LFUPolicy(Policy):
         return [(k, self.entries[k], h, t) for k, (h, t) in order]
 
     def _replay(self, hash_id_lists: Iterable[Sequence[Hashable]], bytes_: int) -> List[int]:
-        entries, meta, buckets, levels = self.entries, self.meta, self.buckets, self.levels
-        get_bucket = buckets.get
+        entries, meta = self.entries, self.meta
+        buckets, levels = self.records.buckets, self.records.levels  # its `file` and `lowest`, inlined
+        contains, get_bucket = entries.__contains__, buckets.get
         emit = self.log.append_event
         add, evict, reuse = ADD, EVICT, REUSE  # locals: faster than globals in the loop
         cap, cur, hits, time = self.capacity_bytes, self.current_bytes, self.hits, self.time
         out: List[int] = []
         try:
             for ids in hash_id_lists:
-                n = 0
-                for key in ids:
-                    if key not in entries:
-                        break
-                    n += 1
-                out.append(n)
+                out.append(prefix_hits(contains, ids))
                 for key in ids:
                     time += 1
                     m = meta.get(key)

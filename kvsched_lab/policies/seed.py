@@ -7,13 +7,13 @@ identical to the reference's on any sequence. A record is valid while its ``last
 entry's: ``last_used`` is the touch clock, unique per push, so it serves as the record's version
 and the priority never needs recomputing to spot a stale record.
 
-The records live in a bucket queue, not one binary heap: a FIFO of ``(last_used, key)`` per
-distinct priority, and a small heap ``levels`` of the priorities that have records. Every record
-is pushed at the current time, so each FIFO is already sorted by ``last_used`` and pops in exactly
-the order the chapter's heap would; a push or pop costs O(1) plus O(log #priorities) when a
-priority appears or empties (a handful: with equal sizes, the priority is the hit count). Same
-records, same order, about twice as fast as ``heapq`` on ~10^5 tuples. ``queue`` lists the
-records as the chapter's heap would hold them.
+The records live in a bucket queue (`BucketQueue`, buckets.py), not one binary heap: a FIFO of
+``(last_used, key)`` per distinct priority, and a small heap ``levels`` of the priorities that have
+records. Every record is pushed at the current time, so each FIFO is already sorted by
+``last_used`` and pops in exactly the order the chapter's heap would; a push or pop costs O(1)
+plus O(log #priorities) when a priority appears (a handful: with equal sizes, the priority is the
+hit count). Same records, same order, about twice as fast as ``heapq`` on ~10^5 tuples. ``queue``
+lists the records as the chapter's heap would hold them.
 
 Plain `seed` never drops stale records until they are popped, so its record count grows with the
 number of touches; `seed-compact` (seed_compact.py) makes the same decisions with one per entry.
@@ -23,10 +23,11 @@ from __future__ import annotations
 from collections import deque
 from dataclasses import dataclass
 from heapq import heappop, heappush
-from typing import Deque, Dict, Hashable, Iterable, List, Optional, Sequence, Tuple
+from typing import Any, Dict, Hashable, Iterable, List, Optional, Sequence, Tuple
 
 from kvsched_lab.events import ADD, EVICT, REUSE
-from kvsched_lab.policies.base import Policy
+from kvsched_lab.policies.base import Policy, prefix_hits
+from kvsched_lab.policies.buckets import BucketQueue
 
 
 @dataclass(slots=True)
@@ -40,34 +41,42 @@ class SeedEntry:
 
 
 class SeedPolicy(Policy):
-    """The chapter's score with the chapter's lazy records; logs exactly like the reference."""
+    """The chapter's score with the chapter's lazy records; logs exactly like the reference.
+
+    `touch` and `snapshot` are shared with `seed-compact` (seed_compact.py), which changes only
+    how records are kept: `_unrecord`, `_record`, `victim`, ``queue`` and ``num_records``.
+    """
 
     name = "seed"
+    record_bucket: Any = deque  # records ``(last_used, key)`` per priority, oldest first
 
     def __init__(self, capacity_bytes: int, *, future: Optional[Sequence[Hashable]] = None) -> None:
         super().__init__(capacity_bytes, future=future)
         self.entries: Dict[Hashable, SeedEntry] = {}
-        self.buckets: Dict[float, Deque[Tuple[int, Hashable]]] = {}  # priority -> records, oldest first
-        self.levels: List[float] = []  # min-heap of the keys of `buckets`
-        self.num_records = 0  # records pushed and not yet popped, stale ones included
+        self.records = BucketQueue(self.record_bucket)  # level: priority
+        self._num_records = 0  # records pushed and not yet popped, stale ones included
+
+    @property
+    def num_records(self) -> int:
+        return self._num_records
 
     @property
     def queue(self) -> List[Tuple[float, int, Hashable]]:
         """The records as the chapter's ``queue`` holds them, ``(priority, last_used, key)``, in pop order."""
-        return [(p, t, k) for p in sorted(self.buckets) for t, k in self.buckets[p]]
+        return [(p, t, k) for p, bucket in self.records.in_order() for t, k in bucket]
 
     def _score(self, entry: SeedEntry) -> float:
         # The chapter scores only at touch time, when recency is 1.0; same float operations
         # in the same order as the chapter's `_score`, so priorities match it bit for bit.
         return entry.hits + 0.5 - 0.25 * (entry.bytes / self.capacity_bytes)
 
-    def _push(self, priority: float, key: Hashable) -> None:
-        bucket = self.buckets.get(priority)
-        if bucket is None:
-            self.buckets[priority] = bucket = deque()
-            heappush(self.levels, priority)
-        bucket.append((self.time, key))
-        self.num_records += 1
+    def _unrecord(self, key: Hashable, entry: SeedEntry) -> None:
+        """`entry` is about to be re-scored: its record goes stale where it is (lazy deletion)."""
+
+    def _record(self, key: Hashable, entry: SeedEntry) -> None:
+        """Push the record of `entry`, just scored at the current time."""
+        self.records.bucket(entry.priority).append((self.time, key))
+        self._num_records += 1
 
     def touch(self, prefix: Hashable, bytes_: int) -> None:
         self.validate(prefix, bytes_)
@@ -75,10 +84,11 @@ class SeedPolicy(Policy):
         entry = self.entries.get(prefix)
         if entry is not None:
             self.hits += 1
+            self._unrecord(prefix, entry)
             entry.hits += 1
             entry.last_used = self.time
             entry.priority = self._score(entry)
-            self._push(entry.priority, prefix)
+            self._record(prefix, entry)
             self.log.emit(REUSE, prefix)
             return
         while self.current_bytes + bytes_ > self.capacity_bytes:
@@ -89,19 +99,14 @@ class SeedPolicy(Policy):
         entry.priority = self._score(entry)
         self.entries[prefix] = entry
         self.current_bytes += bytes_
-        self._push(entry.priority, prefix)
+        self._record(prefix, entry)
         self.log.emit(ADD, prefix)
 
     def victim(self) -> Hashable:
         """Pop records until a valid one: the live entry with the lowest (priority, last_used)."""
         while True:
-            priority = self.levels[0]
-            bucket = self.buckets[priority]
-            last_used, key = bucket.popleft()
-            self.num_records -= 1
-            if not bucket:
-                del self.buckets[priority]
-                heappop(self.levels)
+            last_used, key = self.records.lowest().popleft()
+            self._num_records -= 1
             entry = self.entries.get(key)
             if entry is not None and entry.last_used == last_used:
                 return key
@@ -113,21 +118,17 @@ class SeedPolicy(Policy):
         return [(k, e.bytes, round(e.priority, 4), e.hits) for k, e in ordered]
 
     def _replay(self, hash_id_lists: Iterable[Sequence[Hashable]], bytes_: int) -> List[int]:
-        entries, buckets, levels = self.entries, self.buckets, self.levels
-        get_bucket = buckets.get
+        entries = self.entries
+        buckets, levels = self.records.buckets, self.records.levels  # its `bucket` and `lowest`, inlined
+        contains, get_bucket = entries.__contains__, buckets.get
         emit = self.log.append_event
         add, evict, reuse = ADD, EVICT, REUSE  # locals: faster than globals in the loop
-        cap, cur, hits, time, records = self.capacity_bytes, self.current_bytes, self.hits, self.time, self.num_records
+        cap, cur, hits, time, records = self.capacity_bytes, self.current_bytes, self.hits, self.time, self._num_records
         new_priority = 1 + 0.5 - 0.25 * (bytes_ / cap)  # a new entry's score, as in `_score`
         out: List[int] = []
         try:
             for ids in hash_id_lists:
-                n = 0
-                for key in ids:
-                    if key not in entries:
-                        break
-                    n += 1
-                out.append(n)
+                out.append(prefix_hits(contains, ids))
                 for key in ids:
                     time += 1
                     entry = entries.get(key)
@@ -139,13 +140,12 @@ class SeedPolicy(Policy):
                         emit((reuse, key))
                     else:
                         while cur + bytes_ > cap:
-                            p = levels[0]
-                            bucket = buckets[p]
+                            bucket = buckets[levels[0]]
+                            if not bucket:
+                                del buckets[heappop(levels)]
+                                continue
                             last_used, old = bucket.popleft()
                             records -= 1
-                            if not bucket:
-                                del buckets[p]
-                                heappop(levels)
                             entry = entries.get(old)
                             if entry is not None and entry.last_used == last_used:
                                 del entries[old]
@@ -162,5 +162,5 @@ class SeedPolicy(Policy):
                     bucket.append((time, key))
                     records += 1
         finally:  # keep the counters true even if the replay is interrupted
-            self.current_bytes, self.hits, self.time, self.num_records = cur, hits, time, records
+            self.current_bytes, self.hits, self.time, self._num_records = cur, hits, time, records
         return out

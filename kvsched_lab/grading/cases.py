@@ -5,8 +5,9 @@ capacities, priority ties, entries exactly at capacity, several evictions for on
 eviction, tiny and huge capacities, direct score probes) and a second phase on a fresh scheduler
 that reaches states natural sequences never do: heap records that are stale only by ``last_used``
 or only by priority, a live entry without its record, records of evicted keys, equal
-``(priority, last_used)`` ties. Because every case carries that phase, a wrong answer to any TODO
-fails every case, and partial credit is left for mistakes that show only in some families.
+``(priority, last_used)`` ties; and a third, `_precision_phase`, for what rounding hides. Because
+every case carries those phases, a wrong answer to any TODO fails every case, and partial credit is
+left for mistakes that show only in some families.
 
 Instructor-only: `kvsched release` leaves this package out of the student bundle.
 """
@@ -73,8 +74,24 @@ def _edge_phase(rng: random.Random) -> dict:
     return {"capacity": capacity, "ops": ops}
 
 
+def _precision_phase(rng: random.Random) -> dict:
+    """Differences a rounded or approximate answer hides.
+
+    At a capacity of about a million bytes, two entries one byte apart differ in priority by
+    ~2.5e-7: equal to 4 decimals, so only a snapshot ordered by the exact priority puts the
+    smaller (touched later) one first. Score probes with ``last_used`` ahead of the clock need
+    the chapter's ``max(..., 0)`` clamp (an age of -1 divides by zero without it).
+    """
+    capacity = rng.randint(900_000, 1_100_000)
+    size = rng.randint(8, 64)
+    older, newer = (f"{tag}{rng.randint(0, 9)}" for tag in ("z", "m"))
+    ops = [["touch", older, size + 1], ["touch", newer, size], ["snapshot"],
+           ["score", 1, size, -1], ["score", 3, size, -rng.randint(2, 9)], ["snapshot"]]
+    return {"capacity": capacity, "ops": ops}
+
+
 def _case(name: str, family: str, first: dict, rng: random.Random) -> Case:
-    return {"name": name, "family": family, "phases": [first, _edge_phase(rng)]}
+    return {"name": name, "family": family, "phases": [first, _edge_phase(rng), _precision_phase(rng)]}
 
 
 def hidden_cases() -> List[Case]:

@@ -71,7 +71,7 @@ WRONG: Dict[str, List[Wrong]] = {
         # grader gives this full marks (a gap in kvsched_lab/grading/cases.py, not closed here).
         Wrong("score", "recency unclamped", _SCORE,
               "score = reuse_bonus + 0.5 / (1 + self.time - last_used) - 0.25 * size_penalty", "last_used=9",
-              grader=None),
+              grader="error"),
         Wrong("score", "size over a constant", _SCORE, "score = reuse_bonus + 0.5 * recency - 0.25 * size / 128",
               "size penalty has the wrong weight"),
         Wrong("score", "hits ignored", "score = reuse_bonus +", "score = 1.0 +", "the score ignores hits"),
@@ -125,8 +125,7 @@ WRONG: Dict[str, List[Wrong]] = {
               "came out newest first"),
         # Public checks only: no hidden case has priorities equal to 4 places but not equal, so the
         # grader gives this full marks (a gap in kvsched_lab/grading/cases.py, not closed here).
-        Wrong("snapshot", "rounded priority", _KEY, "(-round(e.priority, 4), e.last_used, e.prefix)", "full priority",
-              grader=None),
+        Wrong("snapshot", "rounded priority", _KEY, "(-round(e.priority, 4), e.last_used, e.prefix)", "full priority"),
         Wrong("snapshot", "no prefix tie-break", _KEY, "(-e.priority, e.last_used)", "prefix order"),
         Wrong("snapshot", "not sorted", _ORDER, "list(self.entries.values())", "priority"),
         Wrong("snapshot", "entries cleared", _ORDER, "self.entries.values(); self.entries.clear()",

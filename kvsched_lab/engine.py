@@ -161,7 +161,7 @@ class PrefixCacheEngine:
 
             # 3. Touch full blocks head to tail and follow the scheduler's events.
             for index, key in enumerate(keys):
-                self._touch(index, key, fresh_block_ids)
+                self._touch(index, key, fresh_block_ids, last=index == len(keys) - 1)
         finally:
             # 4. Fresh blocks nobody adopted: the partial tail, skipped or recomputed blocks,
             # and, if anything above raised, all of this request's leftovers.
@@ -174,9 +174,15 @@ class PrefixCacheEngine:
         return RequestResult(num_tokens, num_cached_tokens, num_tokens - num_cached_tokens, num_hit_blocks,
                              logits, keys)
 
-    def _touch(self, index: int, key: str, fresh_block_ids: Dict[int, int]) -> None:
+    def _touch(self, index: int, key: str, fresh_block_ids: Dict[int, int], last: bool) -> None:
         try:
-            self.scheduler.touch(key, self.block_bytes)
+            # Library policies may use the request's structure; any other scheduler gets the
+            # chapter's plain touch.
+            touch_in_request = getattr(self.scheduler, "touch_in_request", None)
+            if touch_in_request is not None:
+                touch_in_request(key, self.block_bytes, index + 1, last)
+            else:
+                self.scheduler.touch(key, self.block_bytes)
         except Exception as exc:
             # It may have logged evictions before raising: follow them so the pool stays in step.
             self._follow_events(index, key, fresh_block_ids)

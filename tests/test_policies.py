@@ -320,10 +320,7 @@ def generic_replay(policy, lists, bytes_):
             n += 1
         out.append(n)
         for depth, key in enumerate(ids, 1):
-            if isinstance(policy, GDSFPolicy):
-                policy.touch(key, bytes_, depth=depth)
-            else:
-                policy.touch(key, bytes_)
+            policy.touch_in_request(key, bytes_, depth, depth == len(ids))
     return out
 
 
@@ -485,7 +482,8 @@ def test_make_policy_names_the_valid_policies_on_a_typo():
         make_policy("lur", 8)
     for name in POLICIES:
         assert name in str(info.value)
-    assert set(POLICIES) == {"fifo", "lru", "lfu", "seed", "seed-compact", "gdsf", "s3fifo", "arc", "belady"}
+    assert set(POLICIES) == {"fifo", "lru", "lfu", "seed", "seed-compact", "gdsf", "s3fifo", "s3fifo-prefix", "arc",
+                             "belady"}
 
 
 # -- the real trace ------------------------------------------------------------------------

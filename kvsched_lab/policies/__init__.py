@@ -22,6 +22,7 @@ from kvsched_lab.policies.gdsf import GDSFPolicy
 from kvsched_lab.policies.lfu import LFUPolicy
 from kvsched_lab.policies.lru import LRUPolicy
 from kvsched_lab.policies.s3fifo import S3FIFOPolicy
+from kvsched_lab.policies.s3fifo_prefix import PrefixS3FIFOPolicy
 
 # Policies the student release withholds: registry name -> (module, class name).
 CHAPTER_POLICIES: Dict[str, tuple] = {
@@ -51,7 +52,7 @@ POLICIES: Dict[str, type] = {
     cls.name: cls
     for cls in (
         FIFOPolicy, LRUPolicy, LFUPolicy, _chapter["seed"], _chapter["seed-compact"],
-        GDSFPolicy, S3FIFOPolicy, ARCPolicy, BeladyPolicy,
+        GDSFPolicy, S3FIFOPolicy, PrefixS3FIFOPolicy, ARCPolicy, BeladyPolicy,
     )
     if cls is not None
 }
@@ -71,7 +72,7 @@ def make_policy(name: str, capacity_bytes: int, *, future: Optional[Sequence[Has
 
 __all__ = [
     "ARCPolicy", "BeladyPolicy", "CHAPTER_POLICIES", "FIFOPolicy", "GDSFPolicy", "LFUPolicy", "LRUPolicy",
-    "POLICIES", "Policy", "S3FIFOPolicy", "WITHHELD", "make_policy",
+    "POLICIES", "Policy", "PrefixS3FIFOPolicy", "S3FIFOPolicy", "WITHHELD", "make_policy",
 ]
 if _chapter["seed"] is not None:
     SeedPolicy = _chapter["seed"]

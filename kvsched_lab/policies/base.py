@@ -201,6 +201,15 @@ class Policy:
             self.touch(prefix, bytes_)
         return list(self.log)
 
+    def touch_in_request(self, prefix: Hashable, bytes_: int, depth: int, last: bool) -> None:
+        """Touch the `depth`-th block (1 = first) of a request; `last` marks its final block.
+
+        Replays and the engine touch blocks through this, so a policy that reads a request's
+        structure (GDSF prices depth; s3fifo-prefix groups a request and skips its last block)
+        can override it; by default the structure is ignored.
+        """
+        self.touch(prefix, bytes_)
+
     def replay_requests(self, hash_id_lists: Iterable[Sequence[Hashable]], bytes_: int) -> List[int]:
         """Replay requests (REFERENCE.md section 3); return each request's prefix hits.
 
@@ -213,9 +222,15 @@ class Policy:
             return self._replay(hash_id_lists, bytes_)
 
     def _replay(self, hash_id_lists: Iterable[Sequence[Hashable]], bytes_: int) -> List[int]:
-        # The generic loop over `touch`; library policies override it with an inlined loop
+        # One `touch_in_request` per block; library policies override this with an inlined loop
         # that must give the same hits, entries and log (tests/test_policies.py checks).
-        return generic_replay_requests(self, hash_id_lists, bytes_)
+        contains, touch = self.entries.__contains__, self.touch_in_request
+        out = []
+        for ids in hash_id_lists:
+            out.append(prefix_hits(contains, ids))
+            for depth, key in enumerate(ids, 1):
+                touch(key, bytes_, depth, depth == len(ids))
+        return out
 
     def snapshot(self) -> List[Tuple[Any, ...]]:
         """Live entries as ``(key, bytes)``, in insertion order; policies refine the order."""

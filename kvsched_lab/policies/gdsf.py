@@ -100,6 +100,9 @@ class GDSFPolicy(Policy):
         self._depth = depth
         super().touch(prefix, bytes_)
 
+    def touch_in_request(self, prefix: Hashable, bytes_: int, depth: int, last: bool) -> None:
+        self.touch(prefix, bytes_, depth=depth)
+
     def on_hit(self, key: Hashable) -> None:
         m = self.meta[key]
         cost = block_cost(self._depth, self.cost_scale)

@@ -26,6 +26,7 @@ import platform
 import statistics
 import time
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
 
 from kvsched_lab.policies import POLICIES, make_policy
@@ -260,8 +261,54 @@ def bench_sweep(requests: Sequence[Request], capacities: Sequence[int]) -> Tuple
              "ok": seconds <= SWEEP_TARGET_S}, rates)
 
 
+NOTEBOOK_TARGET_S, SERIES_TARGET_S = 60.0, 300.0  # a lesson's cells, and the whole series
+
+
+def bench_notebooks(names: Optional[Sequence[str]] = None, timeout_s: float = 600.0) -> Dict[str, Any]:
+    """Seconds each course notebook takes top to bottom, with its TODOs filled from `solutions`.
+
+    Without `solutions` (the student release) the stubs run instead, errors allowed, so the check
+    cells fail fast and the timing covers everything else. Each notebook gets a fresh kernel and a
+    fresh answers folder, in a temporary copy of the notebooks folder.
+    """
+    import tempfile
+
+    import nbformat
+    from nbclient import NotebookClient
+
+    from kvsched_lab.todos import fill_todos, read_notebook, reference_sources
+
+    folder = Path(__file__).resolve().parent.parent / "notebooks"
+    paths = [folder / n for n in names] if names else sorted(folder.glob("*.ipynb"))
+    try:
+        sources: Optional[Dict[str, str]] = reference_sources()
+    except ImportError:
+        sources = None
+    seconds: Dict[str, float] = {}
+    with tempfile.TemporaryDirectory() as tmp:
+        old = os.environ.get("KVSCHED_ANSWERS")
+        os.environ["KVSCHED_ANSWERS"] = str(Path(tmp) / "answers")  # the kernels inherit it
+        try:
+            for path in paths:
+                raw = read_notebook(path)
+                nb = nbformat.reads(json.dumps(fill_todos(raw, sources) if sources else raw), as_version=4)
+                start = time.perf_counter()
+                NotebookClient(nb, timeout=timeout_s, allow_errors=sources is None,
+                               resources={"metadata": {"path": tmp}}).execute()
+                seconds[path.name] = time.perf_counter() - start
+        finally:
+            if old is None:
+                os.environ.pop("KVSCHED_ANSWERS", None)
+            else:
+                os.environ["KVSCHED_ANSWERS"] = old
+    total = sum(seconds.values())
+    return {"filled": sources is not None, "seconds": seconds, "total_seconds": total,
+            "target_s": NOTEBOOK_TARGET_S, "series_target_s": SERIES_TARGET_S,
+            "ok": all(v <= NOTEBOOK_TARGET_S for v in seconds.values()) and total <= SERIES_TARGET_S}
+
+
 def run_bench(quick: bool = False, grading: bool = False, device: Optional[str] = None,
-              settings: Optional[BenchSettings] = None) -> Dict[str, Any]:
+              settings: Optional[BenchSettings] = None, notebooks: bool = False) -> Dict[str, Any]:
     """Every section; `quick` on small slices (seconds), `grading` adds `bench_grading` if available."""
     s = settings or (BenchSettings.quick() if quick else BenchSettings())
     limit = max(x for x in (s.speed_requests, s.table_requests, s.sweep_requests) if x) if quick else None
@@ -282,6 +329,8 @@ def run_bench(quick: bool = False, grading: bool = False, device: Optional[str] 
             report["grading"] = None
         else:
             report["grading"] = bench_grading()
+    if notebooks and not quick:
+        report["notebooks"] = bench_notebooks()
     return report
 
 
@@ -344,15 +393,23 @@ def to_markdown(report: Dict[str, Any]) -> str:
     if report.get("grading"):
         g = report["grading"]
         lines += ["", "### Grading: " + ", ".join(f"{k} {v:g}" for k, v in g.items())]
+    if report.get("notebooks"):
+        nb = report["notebooks"]
+        lines += ["", f"### Notebooks, top to bottom ({'TODOs filled' if nb['filled'] else 'stubs'}, fresh kernel each; "
+                      f"target <= {nb['target_s']:g} s each, {nb['series_target_s']:g} s in all)", "",
+                  "| notebook | seconds |", "|---|---:|"]
+        lines += [f"| {name} | {sec:.1f} |" for name, sec in nb["seconds"].items()]
+        lines.append(f"| all | {nb['total_seconds']:.1f}{'' if nb['ok'] else ' **MISS**'} |")
     return "\n".join(lines)
 
 
 def bench_main(argv: Optional[List[str]] = None) -> int:
-    """``kvsched bench [--json] [--quick] [--grading] [--device D]``."""
+    """``kvsched bench [--json] [--quick] [--grading] [--notebooks] [--device D]``."""
     parser = argparse.ArgumentParser(prog="kvsched bench", description=__doc__.split("\n\n")[0])
     parser.add_argument("--json", action="store_true", help="print the report as one JSON object")
     parser.add_argument("--quick", action="store_true", help="small slices: a smoke test in seconds, not the real numbers")
     parser.add_argument("--grading", action="store_true", help="also time the grader (kvsched_lab.grading.bench_grading)")
+    parser.add_argument("--notebooks", action="store_true", help="also time each course notebook top to bottom")
     parser.add_argument("--device", default=None, help="device of the real-KV section (default: GPU if any)")
     parser.add_argument("--repeats", type=int, default=None, help="speed runs per scheduler (median taken)")
     parser.add_argument("--kv-tokens", type=int, default=None, help="real-KV section: prompt tokens")
@@ -362,6 +419,7 @@ def bench_main(argv: Optional[List[str]] = None) -> int:
     settings = BenchSettings.quick() if args.quick else BenchSettings()
     overrides = {"repeats": args.repeats, "kv_tokens": args.kv_tokens, "kv_dim": args.kv_dim, "kv_layers": args.kv_layers}
     settings = dataclasses.replace(settings, **{k: v for k, v in overrides.items() if v is not None})
-    report = run_bench(quick=args.quick, grading=args.grading, device=args.device, settings=settings)
+    report = run_bench(quick=args.quick, grading=args.grading, device=args.device, settings=settings,
+                       notebooks=args.notebooks)
     print(json.dumps(report) if args.json else to_markdown(report))
     return 0

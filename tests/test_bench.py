@@ -100,3 +100,15 @@ def test_bench_main_json(capsys):
     assert bench_main(["--quick", "--json", "--repeats", "1"]) == 0
     report = json.loads(capsys.readouterr().out)
     assert report["quick"] is True and "sweep" in report
+
+
+def test_notebook_timing_runs_a_filled_lesson_and_reports_it(monkeypatch, tmp_path):
+    from kvsched_lab.bench import bench_notebooks, to_markdown
+
+    monkeypatch.setenv("KVSCHED_ANSWERS", str(tmp_path / "mine"))
+    nb = bench_notebooks(["02_why_scheduling_and_the_score.ipynb"])
+    assert nb["filled"] and list(nb["seconds"]) == ["02_why_scheduling_and_the_score.ipynb"]
+    assert nb["total_seconds"] == sum(nb["seconds"].values()) > 0
+    assert not (tmp_path / "mine").exists(), "the timing run must not write into the learner's answers"
+    report = {**quick_report(), "notebooks": nb}
+    assert "| 02_why_scheduling_and_the_score.ipynb |" in to_markdown(report)

@@ -30,7 +30,6 @@ from kvsched_lab.todos import (
 ROOT = Path(__file__).resolve().parents[1]
 NOTEBOOKS = sorted((ROOT / "notebooks").glob("*.ipynb"))
 CELL_TIMEOUT_S = 120
-PER_NOTEBOOK_BUDGET_S = 60  # filled notebooks, 2 CPU cores
 
 # The chapter's own answer line for each TODO, as a learner would paste it.
 CHAPTER_ANSWERS = {
@@ -170,11 +169,6 @@ def test_filled_notebooks_pass_every_cell(runs):
     assert run.proc.returncode == 0 and not run.failed_cells(), run.output[-6000:]
     ran = {r["nodeid"].partition("::")[0] for r in run.records}
     assert ran == set(run.names), "some notebook did not run"
-
-
-def test_filled_notebooks_are_fast_enough(runs):
-    slow = {nb: s for nb, s in runs["filled"].seconds_per_notebook().items() if s > PER_NOTEBOOK_BUDGET_S}
-    assert not slow, f"notebooks over {PER_NOTEBOOK_BUDGET_S} s: {slow}"
 
 
 def test_filled_run_saved_all_five_answers_from_the_kernel(runs):

@@ -11,7 +11,7 @@ from __future__ import annotations
 import dataclasses
 import sys
 import time
-from typing import Any, Callable, Dict, Iterable, List, Optional, Union
+from typing import Any, Dict, Iterable, List, Optional, Union
 
 import torch
 

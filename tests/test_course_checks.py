@@ -16,7 +16,6 @@ from pathlib import Path
 import pytest
 
 import kvsched_lab.course as lab
-from kvsched_lab.course import checks
 from kvsched_lab.scheduler import TODO_METHODS, SchedulerSkeleton
 from kvsched_lab.todos import load_method, reference_sources
 

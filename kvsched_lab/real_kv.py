@@ -63,8 +63,7 @@ def real_kv_replay(
         if capacity_blocks is None:
             raise ValueError("a policy given by name needs capacity_blocks")
         block_bytes = block_bytes or model.kv_bytes_per_token * tokens_per_block
-        future = [key for tokens in token_lists for key in chain_block_keys(tokens, tokens_per_block)]
-        scheduler = _make_policy(scheduler, capacity_blocks * block_bytes, future=future)
+        scheduler = _make_policy(scheduler, capacity_blocks * block_bytes, token_lists, tokens_per_block)
     engine = PrefixCacheEngine(model, scheduler, tokens_per_block=tokens_per_block,
                                max_tokens_per_request=max_tokens, block_bytes=block_bytes,
                                capacity_blocks=capacity_blocks)
@@ -112,7 +111,10 @@ def real_kv_replay(
     }
 
 
-def _make_policy(name: str, capacity_bytes: int, future: List[str]) -> Any:
-    from kvsched_lab.policies import make_policy
+def _make_policy(name: str, capacity_bytes: int, token_lists: List[List[int]], tokens_per_block: int) -> Any:
+    from kvsched_lab.policies import POLICIES, make_policy
 
+    future = None
+    if getattr(POLICIES.get(name), "needs_future", False):  # the engine's keys, in touch order
+        future = [key for tokens in token_lists for key in chain_block_keys(tokens, tokens_per_block)]
     return make_policy(name, capacity_bytes, future=future)

@@ -94,9 +94,11 @@ def replay(
 
 def _build(policy: Any, capacity_bytes: int, id_lists: Sequence[Sequence[Hashable]]):
     if isinstance(policy, str):
-        from kvsched_lab.policies import make_policy
+        from kvsched_lab.policies import POLICIES, make_policy
 
-        future = [key for ids in id_lists for key in ids]
+        # Only an offline policy reads the future; the others need not pay for a copy of the trace.
+        needs_future = getattr(POLICIES.get(policy), "needs_future", False)
+        future = [key for ids in id_lists for key in ids] if needs_future else None
         return make_policy(policy, capacity_bytes, future=future), policy
     if isinstance(policy, type) or (callable(policy) and not hasattr(policy, "touch")):
         sim = policy(capacity_bytes)

@@ -131,6 +131,7 @@ class Policy:
     """
 
     name = "base"  # registry name, overridden by each library policy
+    needs_future = False  # offline policies (Belady) must be given every key to be touched
 
     def __init__(self, capacity_bytes: int, *, future: Optional[Sequence[Hashable]] = None) -> None:
         self.capacity_bytes = require_positive_int("capacity_bytes", capacity_bytes)

@@ -38,6 +38,7 @@ class BeladyPolicy(Policy):
     """Offline optimal eviction with bypass; ``next_of[key]`` is each cached key's next use."""
 
     name = "belady"
+    needs_future = True
 
     def __init__(self, capacity_bytes: int, *, future: Optional[Sequence[Hashable]] = None) -> None:
         super().__init__(capacity_bytes, future=future)

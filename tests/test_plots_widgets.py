@@ -13,6 +13,7 @@ from kvsched_lab import plots, widgets  # noqa: E402
 from kvsched_lab.policies import make_policy  # noqa: E402
 from kvsched_lab.policies.seed import SeedPolicy  # noqa: E402
 from kvsched_lab.traces import synthetic_trace  # noqa: E402
+from policy_helpers import MostRecent  # noqa: E402
 from solutions import KVCacheSchedulerSim  # noqa: E402
 
 CHAPTER = [("a", 40), ("b", 48), ("a", 40), ("c", 56), ("d", 48), ("a", 40)]
@@ -248,26 +249,6 @@ def test_gap_closed_arithmetic_and_ranking():
 
 
 def test_leaderboard_takes_a_learner_class_and_labels_it():
-    from kvsched_lab.policies import Policy
-
-    class MostRecent(Policy):
-        def __init__(self, capacity_bytes, **kw):
-            super().__init__(capacity_bytes, **kw)
-            self.order = []
-
-        def on_hit(self, key):
-            self.order.remove(key)
-            self.order.append(key)
-
-        def on_insert(self, key, size):
-            self.order.append(key)
-
-        def victim(self):
-            return self.order[-1]
-
-        def on_evict(self, key, size):
-            self.order.remove(key)
-
     reqs = lb.trace_requests([[k] for k in "abcabcabcabc"])
     board = lb.leaderboard([MostRecent], {"hand": reqs}, [2], progress=False)
     assert {r["policy"] for r in board} == {"MostRecent", "lru", "belady"}

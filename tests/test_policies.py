@@ -13,9 +13,10 @@ import pytest
 from hypothesis import given, settings, strategies as st
 
 from kvsched_lab import check_invariants
-from kvsched_lab.policies import POLICIES, Policy, make_policy
+from kvsched_lab.policies import POLICIES, make_policy
 from kvsched_lab.policies.belady import next_uses
 from kvsched_lab.policies.gdsf import LLAMA3_8B_COST_SCALE as GDSF_SCALE, GDSFPolicy, block_cost
+from policy_helpers import MostRecent, replay_by_touch
 from solutions import KVCacheSchedulerSim
 
 TRACES = Path("/work/shared/traces")
@@ -241,7 +242,7 @@ def test_gdsf_cost_is_llama3_8b_prefill_flops():
 def test_gdsf_fast_replay_equals_touch_loop_at_any_cost_scale(scale, lists, cap, bytes_):
     cap *= bytes_
     fast, slow = GDSFPolicy(cap, cost_scale=scale), GDSFPolicy(cap, cost_scale=scale)
-    assert fast.replay_requests(lists, bytes_) == generic_replay(slow, lists, bytes_)
+    assert fast.replay_requests(lists, bytes_) == replay_by_touch(slow, lists, bytes_)
     assert state(fast) == state(slow)
 
 
@@ -312,18 +313,6 @@ def test_plain_seed_heap_grows_with_touches():
 
 
 # -- the fast replay loop == the generic loop over touch ------------------------------------
-def generic_replay(policy, lists, bytes_):
-    out = []
-    for ids in lists:
-        n = 0
-        while n < len(ids) and ids[n] in policy.entries:
-            n += 1
-        out.append(n)
-        for depth, key in enumerate(ids, 1):
-            policy.touch_in_request(key, bytes_, depth, depth == len(ids))
-    return out
-
-
 def state(policy):
     return (list(policy.log.events()), dict(policy.entries), policy.snapshot(),
             policy.current_bytes, policy.time, policy.hits)
@@ -339,7 +328,7 @@ def test_fast_replay_equals_touch_loop(name, lists, cap, bytes_, warmup):
     fast, slow = make_policy(name, cap, future=future), make_policy(name, cap, future=future)
     for policy in (fast, slow):
         policy.schedule(warmup)
-    assert fast.replay_requests(lists, bytes_) == generic_replay(slow, lists, bytes_)
+    assert fast.replay_requests(lists, bytes_) == replay_by_touch(slow, lists, bytes_)
     assert state(fast) == state(slow)
     check_invariants(fast)
 
@@ -351,30 +340,12 @@ def test_fast_replay_equals_touch_loop_on_a_long_run(name):
     lists = [[rng.randrange(60) for _ in range(rng.randint(1, 8))] for _ in range(400)]
     future = [k for ids in lists for k in ids]
     fast, slow = make_policy(name, 20, future=future), make_policy(name, 20, future=future)
-    assert fast.replay_requests(lists, 1) == generic_replay(slow, lists, 1)
+    assert fast.replay_requests(lists, 1) == replay_by_touch(slow, lists, 1)
     assert state(fast) == state(slow)
 
 
 def test_base_class_replay_works_for_a_learner_subclass():
-    class MRU(Policy):
-        def __init__(self, capacity_bytes, **kwargs):
-            super().__init__(capacity_bytes, **kwargs)
-            self.order = []
-
-        def on_hit(self, key):
-            self.order.remove(key)
-            self.order.append(key)
-
-        def on_insert(self, key, size):
-            self.order.append(key)
-
-        def victim(self):
-            return self.order[-1]
-
-        def on_evict(self, key, size):
-            self.order.remove(key)
-
-    mru = MRU(2)
+    mru = MostRecent(2)
     assert mru.schedule([("a", 1), ("b", 1), ("c", 1)]) == ["add:a", "add:b", "evict:b", "add:c"]
     assert mru.replay_requests([["a", "c"], ["d"]], 1) == [2, 0]
     assert list(mru.log)[-2:] == ["evict:c", "add:d"]

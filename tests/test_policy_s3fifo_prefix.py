@@ -8,6 +8,7 @@ from hypothesis import given, settings, strategies as st
 
 from kvsched_lab import check_invariants
 from kvsched_lab.policies.s3fifo_prefix import GHOST_FACTOR, SMALL_SHARE, PrefixS3FIFOPolicy
+from policy_helpers import replay_by_touch
 
 FAST = settings(max_examples=200, deadline=None)
 # requests of (key, size) blocks; depth and last follow from the position in the request
@@ -74,18 +75,6 @@ def test_follows_its_model(reqs, cap):
     assert sorted(map(str, (e[0] for e in policy.snapshot()))) == sorted(map(str, size))
 
 
-def touch_replay(policy, lists, bytes_):
-    out = []
-    for ids in lists:
-        n = 0
-        while n < len(ids) and ids[n] in policy.entries:
-            n += 1
-        out.append(n)
-        for depth, key in enumerate(ids, 1):
-            policy.touch(key, bytes_, depth=depth, last=depth == len(ids) and len(ids) > 1)
-    return out
-
-
 def state(p):
     return (list(p.log.events()), dict(p.entries), p.snapshot(), p.current_bytes, p.time, p.hits,
             p.small_bytes, p.ghost_bytes, list(p.ghost.items()), sorted(p.small_hit), p.request)
@@ -99,7 +88,7 @@ def test_fast_replay_equals_touch_loop(lists, cap, bytes_, warmup):
     fast, slow = PrefixS3FIFOPolicy(cap), PrefixS3FIFOPolicy(cap)
     for p in (fast, slow):
         p.schedule([(k, min(b, cap)) for k, b in warmup])
-    assert fast.replay_requests(lists, bytes_) == touch_replay(slow, lists, bytes_)
+    assert fast.replay_requests(lists, bytes_) == replay_by_touch(slow, lists, bytes_)
     assert state(fast) == state(slow)
     check_invariants(fast)
 
@@ -108,7 +97,7 @@ def test_fast_replay_equals_touch_loop_on_a_long_run():
     rng = random.Random(7)
     lists = [[rng.randrange(60) for _ in range(rng.randint(1, 8))] for _ in range(2000)]
     fast, slow = PrefixS3FIFOPolicy(20), PrefixS3FIFOPolicy(20)
-    assert fast.replay_requests(lists, 1) == touch_replay(slow, lists, 1)
+    assert fast.replay_requests(lists, 1) == replay_by_touch(slow, lists, 1)
     assert state(fast) == state(slow)
     assert len(fast.ghost) > 0
 

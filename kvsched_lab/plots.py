@@ -26,6 +26,15 @@ BOUND_STYLE = dict(color="black", linestyle=(0, (6, 3)), linewidth=2.5, marker=N
 FIGSIZE = (7.0, 4.2)
 
 
+def _finish(ax: Axes, xlabel: str, ylabel: str, title: str, legend_loc: str) -> None:
+    """The labels, light grid and small legend every figure here ends with."""
+    ax.set_xlabel(xlabel)
+    ax.set_ylabel(ylabel)
+    ax.set_title(title)
+    ax.grid(alpha=0.3)
+    ax.legend(fontsize="small", loc=legend_loc)
+
+
 def style(i: int) -> Dict[str, Any]:
     """Marker and line style of series `i` (cycling)."""
     marker, linestyle = STYLES[i % len(STYLES)]
@@ -92,11 +101,7 @@ def plot_priority_over_time(history: Mapping[str, Any], ax: Optional[Axes] = Non
         if times:
             ax.plot(times, [floor] * len(times), marker="x", markersize=10, color=colours[prefix],
                     linestyle="none", clip_on=False, label=f"{prefix}: evicted")
-    ax.set_xlabel("scheduler time (touches)")
-    ax.set_ylabel("priority (higher = kept longer)")
-    ax.set_title(title)
-    ax.grid(alpha=0.3)
-    ax.legend(fontsize="small", loc="best")
+    _finish(ax, "scheduler time (touches)", "priority (higher = kept longer)", title, legend_loc="best")
     return fig
 
 
@@ -151,11 +156,7 @@ def plot_heap_growth(growth: Mapping[str, Mapping[str, Sequence[int]]], ax: Opti
     first = next(iter(growth.values()))
     ax.plot(first["touches"], first["live"], color="black", linewidth=2, linestyle="-", marker="|",
             markevery=every or 1, label="live entries (cached blocks)")
-    ax.set_xlabel("touches so far")
-    ax.set_ylabel("count")
-    ax.set_title(title)
-    ax.grid(alpha=0.3)
-    ax.legend(fontsize="small", loc="upper left")
+    _finish(ax, "touches so far", "count", title, legend_loc="upper left")
     return fig
 
 
@@ -199,11 +200,7 @@ def plot_occupancy(timeline: Mapping[str, Any], ax: Optional[Axes] = None, label
         ax.plot(timeline["hits"], [top * 1.04] * len(timeline["hits"]), linestyle="none", marker="|",
                 markersize=10, color="tab:green", label=f"hit ({len(timeline['hits'])})")
     ax.set_ylim(0, timeline["capacity"] * 1.12)
-    ax.set_xlabel("scheduler time (touches)")
-    ax.set_ylabel("bytes cached")
-    ax.set_title(title)
-    ax.grid(alpha=0.3)
-    ax.legend(fontsize="small", loc="lower right")
+    _finish(ax, "scheduler time (touches)", "bytes cached", title, legend_loc="lower right")
     return fig
 
 

@@ -106,16 +106,11 @@ def generic_replay_requests(sim: Any, id_lists: Iterable[Sequence[Hashable]], by
     """Section 3 for any object with ``touch`` and ``entries``: returns prefix hits per request.
 
     The protocol step by step, one ``touch`` per block: the learner's scheduler and the reference
-    replay through it (`kvsched_lab.replay`), and so does a `Policy` subclass without its own loop."""
-    entries, touch = sim.entries, sim.touch
+    replay through it (`kvsched_lab.replay`); a `Policy` replays through `touch_in_request`."""
+    contains, touch = sim.entries.__contains__, sim.touch
     hits = []
     for ids in id_lists:
-        n = 0
-        for key in ids:
-            if key not in entries:
-                break
-            n += 1
-        hits.append(n)
+        hits.append(prefix_hits(contains, ids))
         for key in ids:
             touch(key, bytes_)
     return hits

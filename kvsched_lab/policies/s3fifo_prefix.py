@@ -34,7 +34,7 @@ from collections import OrderedDict, deque
 from typing import Deque, Dict, Hashable, Iterable, List, Optional, Sequence, Set, Tuple
 
 from kvsched_lab.events import ADD, EVICT, REUSE, SKIP
-from kvsched_lab.policies.base import Policy
+from kvsched_lab.policies.base import Policy, prefix_hits
 from kvsched_lab.scheduler import require_positive_int
 
 SMALL_SHARE = 0.05  # S's share of the bytes
@@ -154,14 +154,11 @@ class PrefixS3FIFOPolicy(Policy):
         cap, cur, hits, time = self.capacity_bytes, self.current_bytes, self.hits, self.time
         small_target, ghost_target = self.small_target, self.ghost_target
         small_bytes, ghost_bytes, request = self.small_bytes, self.ghost_bytes, self.request
+        contains = entries.__contains__
         out: List[int] = []
         try:
             for ids in hash_id_lists:
-                n = 0
-                for key in ids:
-                    if key not in entries:
-                        break
-                    n += 1
+                n = prefix_hits(contains, ids)
                 out.append(n)
                 request += 1
                 self.request = request

@@ -84,21 +84,20 @@ def model_min_key(seq, cap, rank, on_evict=lambda state, k: None):
 
 
 def model_s3fifo(seq, cap):
+    """S3-FIFO as the module docstring states it; G: key -> bytes evicted from S before it entered."""
     small_target = cap // 10
-    S, M, G, freq, size, log = [], [], [], {}, {}, []
+    S, M, G, freq, size, log = [], [], {}, {}, {}, []
+    evicted_from_s = 0  # bytes
 
     def used(q):
         return sum(size[k] for k in q)
 
-    ghost_size = {}
     for k, b in seq:
         if k in freq:
             freq[k] = min(freq[k] + 1, 3)
             log.append(f"reuse:{k}")
             continue
-        to_main = k in G
-        if to_main:
-            G.remove(k)
+        to_main = k in G and evicted_from_s - G.pop(k) <= cap - small_target
         while sum(used(q) for q in (S, M)) + b > cap:
             if S and (used(S) >= small_target or not M):
                 old = S.pop(0)
@@ -106,10 +105,8 @@ def model_s3fifo(seq, cap):
                     freq[old] = 0
                     M.append(old)
                     continue
-                G.append(old)
-                ghost_size[old] = size[old]
-                while sum(ghost_size[g] for g in G) > cap - small_target:
-                    G.pop(0)
+                G[old] = evicted_from_s
+                evicted_from_s += size[old]
             else:
                 old = M.pop(0)
                 if freq[old] > 0:
@@ -250,6 +247,34 @@ def test_gdsf_fast_replay_equals_touch_loop_at_any_cost_scale(scale, lists, cap,
 @given(touches, st.integers(4, 40))
 def test_s3fifo_follows_its_model(seq, cap):
     assert run_checked(build("s3fifo", cap), seq) == model_s3fifo(seq, cap)
+
+
+def test_s3fifo_ghost_clean_up_keeps_what_g_remembers():
+    # Enough distinct keys for G's bulk clean-up to run many times in both paths, and a reuse
+    # pattern (keys coming back after about a cache's worth of others) that makes ghost hits.
+    rng = random.Random(3)
+    lists = [[rng.randrange(i, i + 150) for _ in range(rng.randint(1, 6))] for i in range(0, 3000, 5)]
+    fast, slow = make_policy("s3fifo", 30), make_policy("s3fifo", 30)
+    assert fast.replay_requests(lists, 1) == replay_by_touch(slow, lists, 1)
+    assert state(fast) == state(slow)
+    assert (fast.main_bytes, fast.ghost_clock) == (slow.main_bytes, slow.ghost_clock)
+    assert fast.ghost_limit > 64 and slow.ghost_limit > 64  # clean-ups happened
+    every_key = range(3200)
+    remembered = [k for k in every_key if fast.is_ghost(k)]
+    assert remembered == [k for k in every_key if slow.is_ghost(k)] and remembered
+    assert len(remembered) <= fast.ghost_target  # unit sizes: G spans at most its bytes
+    for policy in (fast, slow):  # G's dict stays within its clean-up bound of what it remembers
+        assert len(policy.ghost) <= 4 * policy.ghost_target + 64 + 6
+    probe, ghost_hits = make_policy("s3fifo", 30), 0
+    for i, key in enumerate(k for ids in lists for k in ids):
+        ghost_hits += key not in probe.entries and probe.is_ghost(key)
+        probe.touch(key, 1)
+        if i % 7 == 0:  # a clean-up keeps exactly the keys G remembers, in order
+            remembered = [k for k in probe.ghost if probe.is_ghost(k)]
+            probe._forget_expired()
+            assert list(probe.ghost) == remembered
+    assert ghost_hits > 50 and list(probe.log) == list(fast.log)
+    assert list(fast.log) == model_s3fifo([(k, 1) for ids in lists for k in ids], 30)
 
 
 @FAST

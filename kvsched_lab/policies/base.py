@@ -50,9 +50,8 @@ library policies override its inner `_replay` with a faster loop giving identica
 from __future__ import annotations
 
 import gc
-from collections import deque
 from contextlib import contextmanager
-from itertools import chain, repeat, takewhile
+from itertools import takewhile
 from typing import Any, Callable, Hashable, Iterable, Iterator, List, Optional, Sequence, Tuple
 
 from kvsched_lab.events import ADD, EVICT, REUSE, SKIP, EventLog
@@ -76,30 +75,13 @@ def gc_paused() -> Iterator[None]:
             gc.enable()
 
 
-# -- pieces of the replay hot loops (`_replay`), shared by the library policies ----------------
-# Each policy keeps its per-key logic inline in its own `_replay` (a call per touch would cost
-# 10-20%); what every loop does per *request* lives here, done in C where it can be.
-
-def cached_head(contains: Callable[[Hashable], bool], ids: Sequence[Hashable]) -> List[Hashable]:
-    """The leading run of `ids` that is cached (`contains` is ``entries.__contains__``): the
-    request's prefix hits, found by C-level iterators (no Python loop)."""
-    return list(takewhile(contains, ids))
-
+# Each library policy keeps its per-key logic inline in its own `_replay` loop: a call per touch
+# would cost 10-20%, and on CPython 3.11 a plain loop also beats chains of C-level iterators
+# (map, zip, takewhile) over a request's prefix hits, whose runs are short.
 
 def prefix_hits(contains: Callable[[Hashable], bool], ids: Sequence[Hashable]) -> int:
     """How many leading ids of a request are cached at its arrival (REFERENCE.md section 3 item 2)."""
     return len(list(takewhile(contains, ids)))
-
-
-def hit_events(keys: Iterable[Hashable]) -> Iterator[Hashable]:
-    """A ``reuse`` event per key, flat (``reuse, k0, reuse, k1, ...``): one `EventLog.append_event`
-    call records a whole run of hits."""
-    return chain.from_iterable(zip(repeat(REUSE), keys))
-
-
-def consume(iterator: Iterable[Any]) -> None:
-    """Run an iterator to its end in C (a zero-length deque keeps nothing)."""
-    deque(iterator, maxlen=0)
 
 
 def generic_replay_requests(sim: Any, id_lists: Iterable[Sequence[Hashable]], bytes_: int) -> List[int]:

@@ -10,7 +10,7 @@ from collections import OrderedDict
 from typing import Hashable, Iterable, List, Optional, Sequence, Tuple
 
 from kvsched_lab.events import ADD, EVICT, REUSE
-from kvsched_lab.policies.base import Policy, cached_head, consume, hit_events
+from kvsched_lab.policies.base import Policy
 
 
 class FIFOPolicy(Policy):
@@ -32,25 +32,25 @@ class FIFOPolicy(Policy):
 
     def _replay(self, hash_id_lists: Iterable[Sequence[Hashable]], bytes_: int) -> List[int]:
         entries = self.entries
-        contains, pop_oldest, move_to_end = entries.__contains__, entries.popitem, entries.move_to_end
+        pop_oldest, move_to_end = entries.popitem, entries.move_to_end
         refresh = self.refresh_hits
-        emit = self.log.append_event  # list.extend: one call records one, two or a run of events
+        emit = self.log.append_event  # list.extend: one call records one event, or two
         add, evict, reuse = ADD, EVICT, REUSE  # locals: faster than globals in the loop
         cap, cur, hits, time = self.capacity_bytes, self.current_bytes, self.hits, self.time
         out: List[int] = []
         try:
             for ids in hash_id_lists:
-                # The prefix hits never evict: they are found, refreshed (LRU) and logged with
-                # C-level iterators (takewhile, map) instead of a Python loop.
-                head = cached_head(contains, ids)
-                n = len(head)
+                n = 0
+                for key in ids:  # the prefix hits: they never evict
+                    if key not in entries:
+                        break
+                    if refresh:
+                        move_to_end(key)
+                    emit((reuse, key))
+                    n += 1
                 out.append(n)
                 hits += n
                 time += len(ids)
-                if n:
-                    if refresh:
-                        consume(map(move_to_end, head))
-                    emit(hit_events(head))
                 for key in ids[n:]:
                     if key in entries:
                         hits += 1
@@ -64,8 +64,12 @@ class FIFOPolicy(Policy):
                         emit((add, key))
                         continue
                     old, size = pop_oldest(False)
+                    if size == bytes_:  # the usual case: one victim, and the cache stays as full
+                        entries[key] = bytes_
+                        emit((evict, old, add, key))  # the victim and the add, in one call
+                        continue
                     cur -= size
-                    while cur + bytes_ > cap:  # only when sizes differ: several victims
+                    while cur + bytes_ > cap:  # sizes differ: maybe several victims
                         emit((evict, old))
                         old, size = pop_oldest(False)
                         cur -= size

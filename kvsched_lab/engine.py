@@ -159,7 +159,11 @@ class PrefixCacheEngine:
             block_table += [fresh_block_ids[i] for i in range(num_reused_blocks, num_blocks)]
             logits = self.model.prefill(token_ids, block_table, num_cached_tokens, self.pool)
 
-            # 3. Touch full blocks head to tail and follow the scheduler's events.
+            # 3. Touch full blocks head to tail and follow the scheduler's events. Library
+            # policies hear of the whole request first (`Policy.begin_request`).
+            begin_request = getattr(self.scheduler, "begin_request", None)
+            if begin_request is not None:
+                begin_request(keys)
             for index, key in enumerate(keys):
                 self._touch(index, key, fresh_block_ids, last=index == len(keys) - 1)
         finally:

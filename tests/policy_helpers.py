@@ -24,14 +24,16 @@ class MostRecent(Policy):
 
 
 def replay_by_touch(policy, lists, bytes_):
-    """REFERENCE.md section 3 step by step: count the cached leading run, then touch each block
-    with its place in the request, as replays and the engine do; returns prefix hits per request."""
+    """REFERENCE.md section 3 step by step: count the cached leading run, announce the request,
+    then touch each block with its place in it, as replays and the engine do; returns prefix hits
+    per request."""
     out = []
     for ids in lists:
         n = 0
         while n < len(ids) and ids[n] in policy.entries:
             n += 1
         out.append(n)
+        policy.begin_request(ids)
         for depth, key in enumerate(ids, 1):
             policy.touch_in_request(key, bytes_, depth, depth == len(ids))
     return out

@@ -15,6 +15,7 @@ from kvsched_lab.engine import PrefixCacheEngine, SchedulerEventError, block_id_
 from kvsched_lab.events import ADD, EVICT, REUSE, SKIP, EventLog
 from kvsched_lab.model import TinyDecoder, TinyDecoderConfig
 from kvsched_lab.model_configs import model_kv_bytes_per_block
+from kvsched_lab.policies import make_policy
 from kvsched_lab.real_kv import real_kv_replay
 from solutions import KVCacheSchedulerSim
 
@@ -151,6 +152,21 @@ def test_reference_scheduler_workload(capacity_blocks):
     assert engine.prefill_tokens_computed == engine.prefill_tokens_total - engine.hit_tokens
     assert engine.hit_tokens == sum(expected) > 0
     assert engine.num_requests == len(requests)
+
+
+def test_policies_hear_of_each_request_before_its_touches():
+    # s3fifo-repeat ranks a request by whether all its blocks are known: the engine must call
+    # `begin_request` with the whole prompt, and then agree with a trace-only replay of its keys.
+    policy = make_policy("s3fifo-repeat", 10 * BLOCK_BYTES)
+    engine = make_engine(policy)
+    requests = workload(seed=3)
+    requests += requests[:15]  # prompts sent again word for word
+    results = [engine.serve_block_ids(ids) for ids in requests]
+    twin = make_policy("s3fifo-repeat", 10 * BLOCK_BYTES)
+    assert [r.num_hit_blocks for r in results] == twin.replay_requests([r.block_keys for r in results], BLOCK_BYTES)
+    assert policy.request == len(requests) and list(policy.log) == list(twin.log)
+    assert sum(r.num_hit_blocks for r in results) > 0
+    engine.check_consistency()
 
 
 def test_whole_prompt_cached_recomputes_only_the_last_block():

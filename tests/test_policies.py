@@ -4,6 +4,7 @@ Models are deliberately naive (lists, linear scans) transcriptions of each polic
 library must log exactly what they log. `seed`/`seed-compact` are checked against the chapter's
 reference itself, Belady against an exhaustive optimum on tiny traces.
 """
+import copy
 import json
 import random
 from functools import lru_cache
@@ -440,6 +441,20 @@ def test_bad_touches_are_rejected_without_changing_state(name):
     policy.touch("k", 1)  # still usable
 
 
+@pytest.mark.parametrize("name", ["s3fifo-prefix", "s3fifo-repeat"])
+def test_bad_request_positions_are_rejected_without_changing_state(name):
+    policy = make_policy(name, 10)
+    policy.schedule([("a", 3), ("b", 4), ("a", 3), ("c", 5)])
+    before = copy.deepcopy(vars(policy))
+    for kw, error in (({"depth": 0}, ValueError), ({"depth": True}, TypeError), ({"depth": 1.0}, TypeError),
+                      ({"last": 1}, TypeError)):
+        with pytest.raises(error):
+            policy.touch("k", 1, **kw)
+        assert vars(policy) == before
+    policy.touch("k", 1, depth=2, last=True)  # still usable: a last block is bypassed
+    assert list(policy.log)[-1] == "skip:k"
+
+
 @pytest.mark.parametrize("name", sorted(POLICIES))
 @pytest.mark.parametrize("capacity, error", [(0, ValueError), (-1, ValueError), (True, TypeError), (8.0, TypeError)])
 def test_bad_capacity_is_rejected(name, capacity, error):
@@ -478,8 +493,8 @@ def test_make_policy_names_the_valid_policies_on_a_typo():
         make_policy("lur", 8)
     for name in POLICIES:
         assert name in str(info.value)
-    assert set(POLICIES) == {"fifo", "lru", "lfu", "seed", "seed-compact", "gdsf", "s3fifo", "s3fifo-prefix", "arc",
-                             "belady"}
+    assert set(POLICIES) == {"fifo", "lru", "lfu", "seed", "seed-compact", "gdsf", "s3fifo", "s3fifo-prefix",
+                             "s3fifo-repeat", "arc", "belady"}
 
 
 # -- the real trace ------------------------------------------------------------------------

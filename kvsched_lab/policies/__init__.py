@@ -23,6 +23,7 @@ from kvsched_lab.policies.lfu import LFUPolicy
 from kvsched_lab.policies.lru import LRUPolicy
 from kvsched_lab.policies.s3fifo import S3FIFOPolicy
 from kvsched_lab.policies.s3fifo_prefix import PrefixS3FIFOPolicy
+from kvsched_lab.policies.s3fifo_repeat import RepeatS3FIFOPolicy
 
 # Policies the student release withholds: registry name -> (module, class name).
 CHAPTER_POLICIES: Dict[str, tuple] = {
@@ -52,7 +53,7 @@ POLICIES: Dict[str, type] = {
     cls.name: cls
     for cls in (
         FIFOPolicy, LRUPolicy, LFUPolicy, _chapter["seed"], _chapter["seed-compact"],
-        GDSFPolicy, S3FIFOPolicy, PrefixS3FIFOPolicy, ARCPolicy, BeladyPolicy,
+        GDSFPolicy, S3FIFOPolicy, PrefixS3FIFOPolicy, RepeatS3FIFOPolicy, ARCPolicy, BeladyPolicy,
     )
     if cls is not None
 }
@@ -72,7 +73,7 @@ def make_policy(name: str, capacity_bytes: int, *, future: Optional[Sequence[Has
 
 __all__ = [
     "ARCPolicy", "BeladyPolicy", "CHAPTER_POLICIES", "FIFOPolicy", "GDSFPolicy", "LFUPolicy", "LRUPolicy",
-    "POLICIES", "Policy", "PrefixS3FIFOPolicy", "S3FIFOPolicy", "WITHHELD", "make_policy",
+    "POLICIES", "Policy", "PrefixS3FIFOPolicy", "RepeatS3FIFOPolicy", "S3FIFOPolicy", "WITHHELD", "make_policy",
 ]
 if _chapter["seed"] is not None:
     SeedPolicy = _chapter["seed"]

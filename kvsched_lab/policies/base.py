@@ -13,6 +13,8 @@ hook                      called ...
 ``victim() -> key``       while the new entry does not fit: name a cached key to evict
 ``on_evict(key, size)``   after ``key`` left ``entries``: forget it in your own structures
 ``on_insert(key, size)``  after a new ``key`` entered ``entries``
+``begin_request(ids)``    before a request's first touch, with all its block ids (a server
+                          knows the whole prompt at arrival); replays and the engine call it
 ========================  =================================================================
 
 Only `victim` is required. ``self.time`` is the touch clock (1 on the first touch), already
@@ -136,6 +138,9 @@ class Policy:
     def on_insert(self, key: Hashable, size: int) -> None:
         """`key` (of `size` bytes) has just entered ``entries``."""
 
+    def begin_request(self, hash_ids: Sequence[Hashable]) -> None:
+        """A request with these block ids (head first) arrives; its touches come next."""
+
     # -- the shared machinery -----------------------------------------------------------
     def validate(self, prefix: Hashable, bytes_: int) -> None:
         """Raise before any state changes if ``touch(prefix, bytes_)`` is not a valid call."""
@@ -200,12 +205,13 @@ class Policy:
             return self._replay(hash_id_lists, bytes_)
 
     def _replay(self, hash_id_lists: Iterable[Sequence[Hashable]], bytes_: int) -> List[int]:
-        # One `touch_in_request` per block; library policies override this with an inlined loop
-        # that must give the same hits, entries and log (tests/test_policies.py checks).
+        # `begin_request`, then one `touch_in_request` per block; library policies override this
+        # with an inlined loop that must give the same hits, entries and log (tests check).
         contains, touch = self.entries.__contains__, self.touch_in_request
         out = []
         for ids in hash_id_lists:
             out.append(prefix_hits(contains, ids))
+            self.begin_request(ids)
             for depth, key in enumerate(ids, 1):
                 touch(key, bytes_, depth, depth == len(ids))
         return out
@@ -219,3 +225,29 @@ class Policy:
             f"{type(self).__name__}(capacity_bytes={self.capacity_bytes}, "
             f"entries={len(self.entries)}, current_bytes={self.current_bytes}, time={self.time})"
         )
+
+
+class PromptAwarePolicy(Policy):
+    """A policy told where each block sits in its prompt: ``touch(key, bytes_, depth, last)``.
+
+    ``depth`` is the block's 1-based place in its prompt and ``last`` marks the prompt's final
+    block; both are checked before anything changes, then `_start_block` records them for the
+    hooks. Replays and the engine pass them through `touch_in_request`; there a one-block
+    prompt's block is not "last" (a lone block is usually a shared head, worth keeping).
+    """
+
+    def touch(self, prefix: Hashable, bytes_: int, depth: int = 1, last: bool = False) -> None:
+        """Touch `prefix`, the `depth`-th block of its prompt; ``last`` marks the prompt's final block."""
+        require_positive_int("depth", depth)
+        if not isinstance(last, bool):
+            raise TypeError(f"last must be a bool, got {last!r}")
+        self.validate(prefix, bytes_)
+        self._start_block(depth, last)
+        super().touch(prefix, bytes_)
+
+    def _start_block(self, depth: int, last: bool) -> None:
+        """Record the position of the block about to be touched (subclasses)."""
+
+    def touch_in_request(self, prefix: Hashable, bytes_: int, depth: int, last: bool) -> None:
+        self.touch(prefix, bytes_, depth=depth, last=last and depth > 1)
+

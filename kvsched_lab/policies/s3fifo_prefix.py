@@ -34,14 +34,13 @@ from collections import OrderedDict, deque
 from typing import Deque, Dict, Hashable, Iterable, List, Optional, Sequence, Set, Tuple
 
 from kvsched_lab.events import ADD, EVICT, REUSE, SKIP
-from kvsched_lab.policies.base import Policy, prefix_hits
-from kvsched_lab.scheduler import require_positive_int
+from kvsched_lab.policies.base import PromptAwarePolicy, prefix_hits
 
 SMALL_SHARE = 0.05  # S's share of the bytes
 GHOST_FACTOR = 4  # G remembers this many times the capacity, in bytes
 
 
-class PrefixS3FIFOPolicy(Policy):
+class PrefixS3FIFOPolicy(PromptAwarePolicy):
     """Prefix-aware S3-FIFO; ``groups`` maps request number -> OrderedDict of M's keys (head first)."""
 
     name = "s3fifo-prefix"
@@ -61,20 +60,10 @@ class PrefixS3FIFOPolicy(Policy):
         self._to_main = False
         self._last = False
 
-    def touch(self, prefix: Hashable, bytes_: int, depth: int = 1, last: bool = False) -> None:
-        """Touch `prefix`, the `depth`-th block of its prompt; ``last`` marks the prompt's final block."""
-        require_positive_int("depth", depth)
-        if not isinstance(last, bool):
-            raise TypeError(f"last must be a bool, got {last!r}")
-        self.validate(prefix, bytes_)
+    def _start_block(self, depth: int, last: bool) -> None:
         if depth == 1:
             self.request += 1
         self._last = last
-        super().touch(prefix, bytes_)
-
-    def touch_in_request(self, prefix: Hashable, bytes_: int, depth: int, last: bool) -> None:
-        # A one-block prompt's only block is also its first: it is kept (the replay does the same).
-        self.touch(prefix, bytes_, depth=depth, last=last and depth > 1)
 
     # -- M: request-grouped LRU ----------------------------------------------------------
     def _to_group(self, key: Hashable) -> None:

@@ -455,6 +455,15 @@ def test_bad_request_positions_are_rejected_without_changing_state(name):
     assert list(policy.log)[-1] == "skip:k"
 
 
+def test_a_bad_request_is_rejected_without_changing_state():
+    policy = make_policy("s3fifo-repeat", 10)
+    policy.replay_requests([["a", "b", "c"]], 1)
+    before = copy.deepcopy(vars(policy))
+    with pytest.raises(TypeError):
+        policy.begin_request(["a", ["unhashable"], "y"])  # "a" is known: the check reaches the list
+    assert vars(policy) == before
+
+
 @pytest.mark.parametrize("name", sorted(POLICIES))
 @pytest.mark.parametrize("capacity, error", [(0, ValueError), (-1, ValueError), (True, TypeError), (8.0, TypeError)])
 def test_bad_capacity_is_rejected(name, capacity, error):

@@ -29,9 +29,8 @@ M is a binary heap with lazy deletion. A record is one int, `order`, packing (ra
 first, push number), so the heap compares ints, not tuples (a fifth off a replay's time);
 ``owner`` maps a record to its key and ``main`` maps M's keys to their live record. A re-ranked
 key pushes a new record; the heap is compacted when stale records outnumber live ones, so it
-holds at most 2 x M's keys + 64 records. S is an
-`OrderedDict` key -> (request, depth) of its last touch, oldest first; G an `OrderedDict`
-key -> bytes, oldest first. A touch costs O(log n).
+holds at most 2 x M's keys + 64 records. S is an `OrderedDict` key -> (request, depth) of its
+last touch, oldest first; G an `OrderedDict` key -> bytes, oldest first. A touch costs O(log n).
 """
 from __future__ import annotations
 
@@ -90,8 +89,9 @@ class RepeatS3FIFOPolicy(PromptAwarePolicy):
     # -- request structure ---------------------------------------------------------------------
     def begin_request(self, hash_ids: Sequence[Hashable]) -> None:
         entries, ghost = self.entries, self.ghost
+        repeat = all(k in entries or k in ghost for k in hash_ids[:-1])  # raises before any change
         self.request += 1
-        self.repeat = all(k in entries or k in ghost for k in hash_ids[:-1])
+        self.repeat = repeat
 
     def _start_block(self, depth: int, last: bool) -> None:
         self._depth, self._last = depth, last

@@ -112,3 +112,21 @@ def test_notebook_timing_runs_a_filled_lesson_and_reports_it(monkeypatch, tmp_pa
     assert not (tmp_path / "mine").exists(), "the timing run must not write into the learner's answers"
     report = {**quick_report(), "notebooks": nb}
     assert "| 02_why_scheduling_and_the_score.ipynb |" in to_markdown(report)
+
+
+def test_a_stuck_or_broken_notebook_is_reported_and_the_others_still_run(tmp_path):
+    import nbformat
+
+    from kvsched_lab.bench import bench_notebooks, to_markdown
+
+    cells = {"a_stuck.ipynb": "import time\ntime.sleep(30)", "b_broken.ipynb": "1 / 0", "c_fine.ipynb": "print(1)"}
+    for name, code in cells.items():
+        nbformat.write(nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell(code)]), tmp_path / name)
+    nb = bench_notebooks(list(cells), timeout_s=3, folder=tmp_path)
+    assert list(nb["seconds"]) == list(cells) and not nb["ok"]
+    assert set(nb["errors"]) == {"a_stuck.ipynb", "b_broken.ipynb"}
+    assert "Timeout" in nb["errors"]["a_stuck.ipynb"] and "ZeroDivisionError" in nb["errors"]["b_broken.ipynb"]
+    assert nb["seconds"]["a_stuck.ipynb"] < 25  # cut at the cell timeout, not left to run
+    text = to_markdown({**quick_report(), "notebooks": nb})
+    assert "| c_fine.ipynb |" in text and "ZeroDivisionError" in text and "**MISS**" in text
+

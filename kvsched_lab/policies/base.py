@@ -250,4 +250,3 @@ class PromptAwarePolicy(Policy):
 
     def touch_in_request(self, prefix: Hashable, bytes_: int, depth: int, last: bool) -> None:
         self.touch(prefix, bytes_, depth=depth, last=last and depth > 1)
-

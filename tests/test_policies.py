@@ -536,3 +536,21 @@ def test_seed_matches_the_reference_on_the_real_trace():
         policy = make_policy(name, 500)
         policy.replay_requests(lists, 1)
         assert list(policy.log) == ref.log
+
+
+def test_help_policy_shows_a_worked_mru_example_that_runs_as_printed():
+    import pydoc
+    import textwrap
+
+    from kvsched_lab.policies import Policy
+
+    text = pydoc.render_doc(Policy, renderer=pydoc.plaintext)
+    assert "class MRU(Policy)" in text and "def victim(self)" in text
+    doc = Policy.__doc__
+    start = doc.rindex("\n", 0, doc.index("from collections import OrderedDict")) + 1
+    block = textwrap.dedent(doc[start:doc.index("    Attributes:")])
+    code, _, printed = block.rpartition("# ")
+    namespace = {}
+    exec(compile(code.replace("MRU(capacity_bytes=2).schedule", "got = MRU(capacity_bytes=2).schedule"),
+                 "<Policy docstring>", "exec"), namespace)
+    assert namespace["got"] == eval(printed.strip()) == ["add:a", "add:b", "evict:b", "add:c"]

@@ -1,4 +1,4 @@
-"""`Policy`: the base class of every library eviction policy, and of yours in the capstone.
+"""`Policy`: the base class of every library eviction policy, and of yours in the challenge (notebook 07).
 
 A policy is a byte-budgeted cache of KV blocks. `Policy.touch` does the bookkeeping every
 policy shares (input checks, the clock, ``entries``, ``current_bytes``, the event log, the
@@ -17,34 +17,7 @@ hook                      called ...
                           knows the whole prompt at arrival); replays and the engine call it
 ========================  =================================================================
 
-Only `victim` is required. ``self.time`` is the touch clock (1 on the first touch), already
-advanced when a hook runs. Worked example, MRU (evict the most recently used block)::
-
-    from collections import OrderedDict
-    from kvsched_lab.policies.base import Policy
-
-    class MRU(Policy):
-        '''Evict the most recently touched block.'''
-
-        def __init__(self, capacity_bytes: int, **kwargs) -> None:
-            super().__init__(capacity_bytes, **kwargs)
-            self.order: OrderedDict = OrderedDict()     # oldest touch first
-
-        def on_hit(self, key) -> None:
-            self.order.move_to_end(key)
-
-        def on_insert(self, key, size: int) -> None:
-            self.order[key] = None
-
-        def victim(self):
-            return next(reversed(self.order))           # newest touch
-
-        def on_evict(self, key, size: int) -> None:
-            del self.order[key]
-
-    mru = MRU(capacity_bytes=2)
-    mru.schedule([("a", 1), ("b", 1), ("c", 1)])         # ['add:a', 'add:b', 'evict:b', 'add:c']
-
+Only `victim` is required; ``help(Policy)`` shows a worked example (MRU).
 Keep each hook O(1) or O(log n): replays touch hundreds of thousands of blocks.
 `replay_requests` (the replay protocol, REFERENCE.md section 3) works for every subclass;
 library policies override its inner `_replay` with a faster loop giving identical results.
@@ -101,7 +74,35 @@ def generic_replay_requests(sim: Any, id_lists: Iterable[Sequence[Hashable]], by
 
 
 class Policy:
-    """Byte-budgeted KV-block cache; subclasses choose victims through the hooks above.
+    """Byte-budgeted KV-block cache; subclasses choose victims through the hooks.
+
+    Hooks (only `victim` is required): ``on_hit(key)``, ``on_miss(key, size)`` (return False
+    to bypass), ``victim() -> key``, ``on_evict(key, size)``, ``on_insert(key, size)``,
+    ``begin_request(ids)``. ``self.time`` is the touch clock (1 on the first touch), already
+    advanced when a hook runs. Worked example, MRU (evict the most recently used block)::
+
+        from collections import OrderedDict
+        from kvsched_lab.policies import Policy
+
+        class MRU(Policy):
+            def __init__(self, capacity_bytes, **kwargs):
+                super().__init__(capacity_bytes, **kwargs)
+                self.order = OrderedDict()              # cached keys, oldest touch first
+
+            def on_hit(self, key):
+                self.order.move_to_end(key)
+
+            def on_insert(self, key, size):
+                self.order[key] = None
+
+            def victim(self):
+                return next(reversed(self.order))       # the newest touch
+
+            def on_evict(self, key, size):
+                del self.order[key]
+
+        MRU(capacity_bytes=2).schedule([("a", 1), ("b", 1), ("c", 1)])
+        # ['add:a', 'add:b', 'evict:b', 'add:c']
 
     Attributes: ``capacity_bytes``; ``current_bytes`` (sum of live sizes); ``time`` (touches
     so far); ``hits`` (touches that found their key cached); ``entries`` (key -> size in

@@ -1,4 +1,7 @@
-"""FIFO: evict the block cached longest ago, whatever its hits (SGLang's and LMCache's ``fifo``).
+"""FIFO: evict the block cached longest ago, whatever its hits, among all cached blocks.
+
+SGLang's and LMCache's ``fifo`` strategies use the same order; SGLang applies it only to
+radix-tree leaves no running request locks (see lru.py for what that changes).
 
 ``entries`` is an `OrderedDict` in insertion order; a hit changes nothing, a victim is the first
 key: O(1) per touch. FIFO is the floor the smarter policies must beat. LRU (lru.py) is this policy

@@ -1,7 +1,7 @@
-"""LFU: evict the least frequently touched block, ties the least recent (SGLang's ``lfu``).
+"""LFU: evict the least frequently touched block, ties the least recent, among all cached blocks.
 
-SGLang's radix cache (``mem_cache/radix_cache.py``) evicts leaves by ``(hit_count,
-last_access_time)``. This is the O(1) LFU of Shah, Mitra & Matani ("An O(1) algorithm for
+SGLang's ``lfu`` strategy uses the same order, ``(hit_count, last_access_time)``, but its radix
+cache (``mem_cache/radix_cache.py``) applies it only to leaves no running request locks. This is the O(1) LFU of Shah, Mitra & Matani ("An O(1) algorithm for
 implementing the LFU cache eviction scheme", 2010), the `BucketQueue` of buckets.py with the hit
 count as the level: a hit moves its key to the end of the next bucket (it is that bucket's most
 recent touch); the victim is the first key of the lowest non-empty bucket. One record per cached

@@ -337,6 +337,7 @@ def test_release_builds_a_bundle_that_verifies_itself(release):
     out, code, base = release
     assert code == 0
     assert (out / "kvsched_lab" / "scheduler.py").is_file() and (out / "README.md").is_file()
+    assert (out / "docs" / "policy-notes.md").read_text() == (ROOT / "docs" / "policy-notes.md").read_text()
     for gone in ("solutions", "tests", "kvsched_lab/grading", *WITHHELD_FILES):
         assert not (out / gone).exists(), gone
     assert set(WITHHELD_FILES) == {"kvsched_lab/policies/seed.py", "kvsched_lab/policies/seed_compact.py"}

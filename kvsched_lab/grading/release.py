@@ -31,6 +31,7 @@ from kvsched_lab.scheduler import TODO_METHODS
 
 REPO = Path(__file__).resolve().parents[2]
 SETUP_FILES = ("pyproject.toml", "environment.yml")  # copied as they are; the Makefile is rewritten
+LEARNER_DOCS = ("docs/policy-notes.md",)  # notes the notebooks point learners to (notebooks 06 and 07)
 
 # Files of ``kvsched_lab`` the bundle leaves out, with why. The one list: building skips them and
 # verifying fails if any is there. They do not copy the reference's lines (so the line check
@@ -134,8 +135,9 @@ def build_release(out: Path, notebooks: Path, repo: Path = REPO) -> Path:
         return set(ignore_common(folder, names)) | {n for n in names if (Path(folder) / n).resolve() in withheld}
 
     shutil.copytree(repo / "kvsched_lab", out / "kvsched_lab", ignore=skip)
-    for name in SETUP_FILES:
+    for name in SETUP_FILES + LEARNER_DOCS:
         if (repo / name).is_file():
+            (out / name).parent.mkdir(parents=True, exist_ok=True)
             shutil.copyfile(repo / name, out / name)
     if (repo / "Makefile").is_file():
         (out / "Makefile").write_text(student_makefile((repo / "Makefile").read_text(encoding="utf-8")),

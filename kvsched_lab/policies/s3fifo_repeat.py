@@ -16,8 +16,9 @@ turn re-hashes it). It differs in four rules, each measured on both Mooncake tra
 3. **Exact repeats rank higher.** A request all of whose blocks but the last are cached or in G
    re-sends a known prompt (on the Mooncake synthetic trace this bonus raises the share of
    the gap closed at 4k blocks from 12.9% to 19.7%: docs/policy-notes.md). Blocks touched
-   by any other request rank `REPEAT_BONUS` requests lower, as if that much older. The server knows every block id of a prompt at arrival, so this is online:
-   `begin_request` receives them before the first touch.
+   by any other request rank `REPEAT_BONUS` requests lower, as if that much older. The server
+   knows every block id of a prompt at arrival, so this is online: `begin_request` receives
+   them before the first touch.
 4. **S is 1% of the bytes.**
 
 The constants were chosen on the first half of each Mooncake trace (by requests), maximizing

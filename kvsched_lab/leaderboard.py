@@ -23,6 +23,7 @@ reads the private part.
 """
 from __future__ import annotations
 
+import functools
 import math
 import os
 import sys
@@ -253,10 +254,10 @@ def hit_breakdown(policy: PolicySpec, requests: Sequence[Request], capacity_bloc
 # -- the challenge: a public and a private score -------------------------------------------------
 PUBLIC_SHARE = 0.5  # a Mooncake trace's public slice: its first half of requests, by arrival time
 MOONCAKE_CAPACITIES = (4000, 8000)  # blocks: the cells where the course set its goal (15% of the gap)
-GENERATED_CAPACITIES = (500, 1000)  # blocks: a generated workload is ~4x smaller than half a Mooncake trace
+GENERATED_CAPACITIES = (500, 1000)  # blocks: where LRU is farthest below the bound on the generated workloads
 GENERATED_REQUESTS = 3000  # requests in each generated workload
 # The public generated workload is `synthetic_trace`'s default look-alike (notebooks 02-05 use it);
-# the private one changes every parameter: more system prompts, more and longer conversations,
+# the private one changes most parameters: more system prompts, more and longer conversations,
 # longer documents, twice the arrival rate.
 PUBLIC_GENERATED: Dict[str, Any] = {"seed": 0}
 PRIVATE_GENERATED: Dict[str, Any] = {"seed": 7, "num_system_prompts": 16, "session_share": 0.8,
@@ -279,18 +280,14 @@ def split_public_private(requests: Sequence[Request], public_share: float = PUBL
     return ([r for r in ordered if r.timestamp < cut_ms], [r for r in ordered if r.timestamp >= cut_ms])
 
 
-_MOONCAKE: Dict[str, Tuple[str, Tuple[Request, ...]]] = {}  # loaded once per process: parsing takes a second
-
-
+@functools.lru_cache(maxsize=None)  # parsed once per process: a notebook asks for the traces several times
 def _mooncake(name: str) -> Tuple[str, Tuple[Request, ...]]:
     """(label, requests) of a Mooncake trace, or of a generated stand-in labelled as such when offline."""
-    if name not in _MOONCAKE:
-        try:
-            _MOONCAKE[name] = (name, tuple(sort_by_arrival(load_trace(resolve_trace(name)))))
-        except FileNotFoundError:
-            seed = 11 if name == "conversation" else 12
-            _MOONCAKE[name] = (f"generated stand-in for {name}", tuple(synthetic_trace(6000, seed=seed)))
-    return _MOONCAKE[name]
+    try:
+        return name, tuple(sort_by_arrival(load_trace(resolve_trace(name))))
+    except FileNotFoundError:
+        seed = 11 if name == "conversation" else 12
+        return f"generated stand-in for {name}", tuple(synthetic_trace(6000, seed=seed))
 
 
 def _shifted(requests: Sequence[Request], offset: int) -> List[Request]:

@@ -1,7 +1,7 @@
 """Real KV blocks: one preallocated tensor (`KVBlockPool`) and torch-free block-id bookkeeping (`BlockAllocator`).
 
-Like vLLM and nano-vllm, the whole KV cache is a single tensor allocated once; a "block" is
-just an index into it. Allocation never touches the tensor, it only moves an id between a
+Like nano-vllm, the whole KV cache is a single tensor allocated once (vLLM and SGLang allocate
+one buffer per layer instead, with the same paging); a "block" is just an index into it. Allocation never touches the tensor, it only moves an id between a
 free deque and a used set, so both directions are O(1) and the allocator can be tested
 (and taught) without torch.
 """

@@ -78,32 +78,36 @@ class AgingScheduler(Policy):
     def _replay(self, hash_id_lists: Iterable[Sequence[Hashable]], bytes_: int) -> List[int]:
         # `Policy._replay` with `touch` and the hooks inlined: the same hits, entries, log and
         # inflation (tests compare them), fast enough for a whole Mooncake trace in a notebook.
+        # The clock stays on `self` (the learner's score reads self.time); bytes are counted locally.
         entries, meta, records, score = self.entries, self.meta, self.records, self.aged_score
-        contains, emit, cap = entries.__contains__, self.log.append_event, self.capacity_bytes
+        contains, emit, cap, used = entries.__contains__, self.log.append_event, self.capacity_bytes, self.current_bytes
         out: List[int] = []
-        for ids in hash_id_lists:
-            out.append(prefix_hits(contains, ids))
-            for key in ids:
-                self.time += 1
-                m = meta.get(key)
-                if m is not None:
-                    self.hits += 1
-                    m[1], m[2] = self.time, m[2] + 1
-                    m[0] = p = float(score(self, m[2], m[3], m[1]))
+        try:
+            for ids in hash_id_lists:
+                out.append(prefix_hits(contains, ids))
+                for key in ids:
+                    self.time += 1
+                    m = meta.get(key)
+                    if m is not None:
+                        self.hits += 1
+                        m[1], m[2] = self.time, m[2] + 1
+                        m[0] = p = float(score(self, m[2], m[3], m[1]))
+                        heappush(records, (p, m[1], key))
+                        emit((REUSE, key))
+                        continue
+                    while used + bytes_ > cap:
+                        old = self.victim()
+                        used -= entries.pop(old)
+                        del meta[old]
+                        emit((EVICT, old))
+                    entries[key] = bytes_
+                    used += bytes_
+                    meta[key] = m = [0.0, self.time, 1, bytes_]
+                    m[0] = p = float(score(self, 1, bytes_, m[1]))
                     heappush(records, (p, m[1], key))
-                    emit((REUSE, key))
-                    continue
-                while self.current_bytes + bytes_ > cap:
-                    old = self.victim()
-                    self.current_bytes -= entries.pop(old)
-                    del meta[old]
-                    emit((EVICT, old))
-                entries[key] = bytes_
-                self.current_bytes += bytes_
-                meta[key] = m = [0.0, self.time, 1, bytes_]
-                m[0] = p = float(score(self, 1, bytes_, m[1]))
-                heappush(records, (p, m[1], key))
-                emit((ADD, key))
+                    emit((ADD, key))
+        finally:  # keep the byte count true even if the replay is interrupted
+            self.current_bytes = used
         return out
 
     def snapshot(self) -> List[Tuple[Hashable, int, float, int]]:

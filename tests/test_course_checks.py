@@ -281,9 +281,7 @@ ANSWER_VARIABLE = {"score": "score", "heap": "queue_item", "stale": "is_stale", 
 
 @pytest.mark.parametrize("name", list(ALL_TODO_METHODS))
 def test_no_hint_tier_holds_the_answer_line_or_an_equivalent(name):
-    refs = reference_sources(optional=True)
-    answer = next(line.strip() for line in refs[name].splitlines()
-                  if line.strip().startswith(ANSWER_VARIABLE[name] + " = "))
+    answer = _reference_answer_line(name)
     rhs = answer.split("=", 1)[1].strip()
     squash = lambda t: re.sub(r"\s+", "", t)  # noqa: E731
     stub = _stub_source(name)
@@ -298,6 +296,14 @@ def test_no_hint_tier_holds_the_answer_line_or_an_equivalent(name):
                 except Exception:  # not even valid code: cannot be the answer
                     continue
                 assert not lab.grade(name, fn).passed, (name, tier, line)
+
+
+def _reference_answer_line(name):
+    """The reference's answer line: the first line after its ``# TODO`` comment."""
+    body = reference_sources(optional=True)[name].splitlines()
+    line = next(body[i + 1].strip() for i, text in enumerate(body) if text.strip().startswith("# TODO"))
+    assert line.startswith(ANSWER_VARIABLE[name] + " = "), (name, line)
+    return line
 
 
 def _stub_source(name):
@@ -322,10 +328,8 @@ def _indent(stub):
 
 def test_pasting_the_reference_line_into_the_stub_passes_for_every_todo():
     # The no-answer test above is only meaningful if pasting the real answer line does pass.
-    refs = reference_sources(optional=True)
     for name in ALL_TODO_METHODS:
-        answer = next(line.strip() for line in refs[name].splitlines()
-                      if line.strip().startswith(ANSWER_VARIABLE[name] + " = "))
+        answer = _reference_answer_line(name)
         stub = _stub_source(name)
         fn = load_method(name, stub.replace(_raise_line(stub), " " * _indent(stub) + answer))
         assert lab.grade(name, fn).passed, name

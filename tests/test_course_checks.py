@@ -499,3 +499,35 @@ def test_aging_scheduler_fast_replay_matches_touch_by_touch():
     assert fast.replay_requests(lists, 1) == generic_replay_requests(slow, lists, 1)
     assert list(fast.log) == list(slow.log) and fast.inflation == slow.inflation > 0
     assert fast.snapshot() == slow.snapshot() and fast.hits == slow.hits
+
+
+# --------------------------------------------------------------------------- the assembled class, predictions
+
+
+def test_show_scheduler_prints_the_learners_five_methods_in_the_chapters_layout(answers, capsys):
+    import ast
+
+    refs = reference_sources()
+    for name in ("score", "stale"):  # two answers saved, three missing
+        lab.save_answer(name, load_method(name, refs[name]), source=refs[name])
+    text = lab.scheduler_source()
+    ast.parse(text)  # one valid class
+    order = [text.index(marker) for marker in ("def __init__", "def _score", "TODO heap: no saved answer",
+                                               "def _evict_until_fit", "TODO entry: no saved answer",
+                                               "def schedule", "TODO snapshot: no saved answer")]
+    assert order == sorted(order)
+    assert "# yours: TODO score (passed)" in text and "notebook 03" in text
+    for name in TODO_METHODS:
+        lab.save_answer(name, load_method(name, refs[name]), source=refs[name])
+    lab.show_scheduler()
+    shown = capsys.readouterr().out
+    assert all(f"# yours: TODO {name} (passed)" in shown for name in TODO_METHODS)
+    assert "no saved answer" not in shown and refs["snapshot"].splitlines()[0] in shown
+
+
+def test_compare_prediction_says_whether_it_held(capsys):
+    assert lab.compare_prediction("how many?", 3, 3, True) is True
+    assert "your prediction held" in capsys.readouterr().out
+    assert lab.compare_prediction("how many?", 0, 5, False) is False
+    out = capsys.readouterr().out
+    assert "you predicted: 0; the run gave: 5" in out and "did not hold" in out

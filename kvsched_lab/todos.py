@@ -5,17 +5,22 @@ A TODO cell is a code cell tagged ``todo:<name>`` (``score``, ``heap``, ``stale`
 ``self`` (``def _score(self, hits, size, last_used): ...``). Its check cell, right after it,
 is tagged ``check:<name>``. The notebooks, the public checks, the nbval tests and the grader
 all go through this module, so the tag and name rules live in one place.
+
+Optional TODOs beyond the chapter (``OPTIONAL_TODO_METHODS``, e.g. ``aging`` in notebook 05)
+use the same tags and have public checks, but `todo_sources` (what the grader reads) and
+`TODO_NAMES` stay the five graded ones.
 """
 from __future__ import annotations
 
 import heapq
+import importlib
 import inspect
 import json
 import textwrap
 from pathlib import Path
 from typing import Callable, Dict, Hashable, List, Tuple, Union
 
-from kvsched_lab.scheduler import TODO_METHODS, CacheEntry
+from kvsched_lab.scheduler import ALL_TODO_METHODS, OPTIONAL_TODO_METHODS, TODO_METHODS, CacheEntry
 
 TODO_NAMES: Tuple[str, ...] = tuple(TODO_METHODS)
 Notebook = dict  # nbformat v4 JSON
@@ -51,12 +56,20 @@ def todo_sources(nb: Notebook) -> Dict[str, str]:
             if name in TODO_NAMES}
 
 
-def reference_sources() -> Dict[str, str]:
-    """The reference's method source per TODO (needs the instructor-only ``solutions`` package)."""
+def reference_sources(optional: bool = False) -> Dict[str, str]:
+    """The reference's method source per TODO (needs the instructor-only ``solutions`` package).
+
+    The five graded TODOs; with `optional`, the optional ones too (from ``solutions.aging``...).
+    """
     from solutions import KVCacheSchedulerSim
 
-    return {name: textwrap.dedent(inspect.getsource(getattr(KVCacheSchedulerSim, method)))
-            for name, method in TODO_METHODS.items()}
+    out = {name: textwrap.dedent(inspect.getsource(getattr(KVCacheSchedulerSim, method)))
+           for name, method in TODO_METHODS.items()}
+    if optional:
+        for name, function in OPTIONAL_TODO_METHODS.items():
+            module = importlib.import_module(f"solutions.{name}")
+            out[name] = textwrap.dedent(inspect.getsource(getattr(module, function)))
+    return out
 
 
 def fill_todos(nb: Notebook, sources: Dict[str, str]) -> Notebook:
@@ -81,11 +94,11 @@ def load_method(name: str, source: str) -> Callable:
     Raises SyntaxError/any exception the cell raises, or LookupError when the cell does not
     define the chapter's method name (e.g. ``_score`` for ``score``).
     """
-    if name not in TODO_METHODS:
-        raise ValueError(f"unknown TODO {name!r}; expected one of {list(TODO_METHODS)}")
+    if name not in ALL_TODO_METHODS:
+        raise ValueError(f"unknown TODO {name!r}; expected one of {list(ALL_TODO_METHODS)}")
     ns = cell_namespace()
     exec(compile(source, f"<todo:{name}>", "exec"), ns)
-    fn = ns.get(TODO_METHODS[name])
+    fn = ns.get(ALL_TODO_METHODS[name])
     if not callable(fn):
-        raise LookupError(f"the todo:{name} cell must define a function named {TODO_METHODS[name]}")
+        raise LookupError(f"the todo:{name} cell must define a function named {ALL_TODO_METHODS[name]}")
     return fn

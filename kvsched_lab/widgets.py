@@ -185,37 +185,74 @@ def describe_state(state: Dict[str, Any]) -> str:
             f"{state['mean_evicted_hits']:.2f} hits, unused for {state['mean_evicted_age']:.0f} touches")
 
 
-def score_explorer(segments: Optional[Segments] = None, capacity: int = 400):
-    """Sliders for the three weights and the capacity, a re-score toggle, and the result plotted."""
-    import ipywidgets as w
+def grid_bounds(value: float, lowest: float, highest: float, step: float) -> Tuple[float, float]:
+    """``(min, max)`` for a slider of `step` whose grid holds `value`, within ``[lowest, highest]``.
+
+    A browser slider snaps its value to ``min + k * step``; a default off that grid is moved at
+    the first render and sends a change back, so the widget would redraw and disagree with a
+    static cell run at the default. Both ends are whole steps away from `value`.
+    """
+    if not lowest <= value <= highest or step <= 0:
+        raise ValueError(f"need lowest <= value <= highest and step > 0, got {lowest}, {value}, {highest}, {step}")
+    below = int((value - lowest) // step)
+    above = int((highest - value) // step)
+    return value - below * step, value + above * step
+
+
+def render_png(fig: Any) -> bytes:
+    """`fig` as PNG bytes, and the figure closed (so the inline backend does not show it again)."""
+    import io
+
     import matplotlib.pyplot as plt
+
+    buffer = io.BytesIO()
+    fig.savefig(buffer, format="png", dpi=90)
+    plt.close(fig)
+    return buffer.getvalue()
+
+
+def score_explorer(segments: Optional[Segments] = None, capacity: int = 400):
+    """Sliders for the three weights and the capacity, a re-score toggle, and the result plotted.
+
+    Every default sits on its slider's grid, so the browser never moves a value at the first
+    render. The figure is a PNG inside an `Image` widget and the text an `HTML` widget, both set
+    before the widget is shown: they travel with the widget's state, so the first render (or a
+    saved notebook) shows them with no kernel round trip, and a slider change replaces them.
+    """
+    import html
+
+    import ipywidgets as w
     from kvsched_lab.plots import plot_explorer_state
 
     segments = explorer_trace() if segments is None else segments
     largest = max(n for segs in segments for _, n in segs)
+    capacity = max(capacity, largest)
     style = {"description_width": "initial"}
     reuse = w.FloatSlider(value=CHAPTER_WEIGHTS[0], min=0, max=3, step=0.25, description="reuse weight", style=style)
     recency = w.FloatSlider(value=CHAPTER_WEIGHTS[1], min=0, max=100, step=0.5, description="recency weight",
                             style=style)
     size = w.FloatSlider(value=CHAPTER_WEIGHTS[2], min=0, max=20, step=0.25, description="size weight", style=style)
-    cap = w.IntSlider(value=max(capacity, largest), min=largest, max=max(4 * capacity, 2 * largest), step=25,
+    cap_min, cap_max = grid_bounds(capacity, largest, max(4 * capacity, 2 * largest), 25)
+    cap = w.IntSlider(value=capacity, min=int(cap_min), max=int(cap_max), step=25,
                       description="capacity (blocks)", style=style)
     rescore = w.Checkbox(value=False, description="re-score at eviction", indent=False)
-    out = w.Output()
+    text = w.HTML()
+    figure = w.Image(format="png", layout=w.Layout(width="100%", max_width="820px"))
+    shown: Dict[str, Any] = {}  # the inputs now drawn: a repeated change of the same value draws nothing
 
     def update(_change=None) -> None:
-        state = explorer_state((reuse.value, recency.value, size.value), cap.value, rescore=rescore.value,
-                               segments=segments)
-        with out:
-            out.clear_output(wait=True)
-            print(describe_state(state))
-            plot_explorer_state(state)
-            plt.show()
+        inputs = (reuse.value, recency.value, size.value, cap.value, rescore.value)
+        if shown.get("inputs") == inputs:
+            return
+        state = explorer_state(inputs[:3], cap.value, rescore=rescore.value, segments=segments)
+        text.value = f"<pre style='margin:0'>{html.escape(describe_state(state))}</pre>"
+        figure.value = render_png(plot_explorer_state(state))
+        shown["inputs"] = inputs
 
     for control in (reuse, recency, size, cap, rescore):
         control.observe(update, names="value")
     update()
-    box = w.VBox([w.HBox([reuse, recency, size]), w.HBox([cap, rescore]), out])
+    box = w.VBox([w.HBox([reuse, recency, size]), w.HBox([cap, rescore]), text, figure])
     return box
 
 

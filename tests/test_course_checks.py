@@ -16,7 +16,8 @@ from pathlib import Path
 import pytest
 
 import kvsched_lab.course as lab
-from kvsched_lab.scheduler import TODO_METHODS, SchedulerSkeleton
+from kvsched_lab.course.hints import HINTS
+from kvsched_lab.scheduler import ALL_TODO_METHODS, TODO_METHODS, SchedulerSkeleton
 from kvsched_lab.todos import load_method, reference_sources
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -200,18 +201,138 @@ def test_answers_default_to_a_folder_in_the_working_directory(tmp_path, monkeypa
 # --------------------------------------------------------------------------- hints, reveal
 
 
-@pytest.mark.parametrize("name", list(TODO_METHODS))
-def test_hint_tiers(name, capsys):
+@pytest.fixture
+def answers(tmp_path, monkeypatch):
+    """A fresh answers folder for this test (hint progress lives there)."""
+    monkeypatch.setenv(lab.ANSWERS_ENV, str(tmp_path / "answers"))
+    return tmp_path / "answers"
+
+
+@pytest.mark.parametrize("name", list(ALL_TODO_METHODS))
+def test_each_call_of_hint_shows_the_next_of_four_tiers(name, answers, capsys):
     texts = []
-    for level in (1, 2, 3):
-        lab.hint(name, level)
+    for tier in (1, 2, 3, 4):
+        lab.hint(name)
         texts.append(capsys.readouterr().out)
-    assert len(set(texts)) == 3
-    assert all(f"hint {i}/3" in t for i, t in enumerate(texts, start=1))
+        assert f"hint {tier}/4: {HINTS[name][tier - 1]}" in texts[-1]
+    assert len(set(texts)) == 4
+    lab.hint(name)  # past the last tier: the last one again, and where to go next
+    again = capsys.readouterr().out
+    assert f"hint 4/4: {HINTS[name][3]}" in again and f"lab.reveal({name!r})" in again
+    lab.hint(name, 2)  # an explicit tier still works, and does not lower the progress
+    assert f"hint 2/4: {HINTS[name][1]}" in capsys.readouterr().out
     lab.hint(name, 9)
-    assert capsys.readouterr().out == texts[2]
-    lab.hint(name)
-    assert capsys.readouterr().out == texts[0]
+    assert f"hint 4/4: {HINTS[name][3]}" in capsys.readouterr().out
+
+
+def test_hint_progress_is_per_session_folder_and_survives_a_new_import(answers, tmp_path, monkeypatch, capsys):
+    lab.hint("heap")
+    lab.hint("heap")
+    capsys.readouterr()
+    # A re-run cell or a restarted kernel re-imports nothing we keep: the file is the state.
+    import importlib
+
+    import kvsched_lab.course.hints as hints_module
+
+    importlib.reload(hints_module)
+    hints_module.hint("heap")
+    assert "hint 3/4" in capsys.readouterr().out
+    lab.hint("stale")  # another TODO starts at tier 1
+    assert "hint 1/4" in capsys.readouterr().out
+    monkeypatch.setenv(lab.ANSWERS_ENV, str(tmp_path / "another-learner"))
+    lab.hint("heap")  # another session folder: its own progress
+    assert "hint 1/4" in capsys.readouterr().out
+    monkeypatch.setenv(lab.ANSWERS_ENV, str(answers))
+    lab.hint_reset("heap")
+    lab.hint("heap")
+    assert "hint 1/4" in capsys.readouterr().out
+    assert json.loads((answers / "hint_progress.json").read_text()) == {"heap": 1, "stale": 1}
+
+
+def test_a_broken_progress_file_counts_as_no_hint_seen(answers, capsys):
+    answers.mkdir(parents=True)
+    (answers / "hint_progress.json").write_text("{not json")
+    lab.hint("entry")
+    assert "hint 1/4" in capsys.readouterr().out
+    (answers / "hint_progress.json").write_text('{"entry": 99, "nope": 2}')
+    lab.hint("entry")
+    assert "hint 1/4" in capsys.readouterr().out
+
+
+def test_tier_3_quotes_only_what_the_check_really_says():
+    source = (ROOT / "kvsched_lab" / "course" / "checks.py").read_text()
+    source = re.sub(r"[\"']\s*\n\s*f?[\"']", "", source)  # adjacent string literals, joined as Python does
+    for name, tiers in HINTS.items():
+        quotes = re.findall(r"“([^”]+)”", tiers[2])
+        assert len(quotes) >= 3, (name, tiers[2])
+        for quote in quotes:
+            assert quote in source, (name, quote)
+        assert not any("“" in t for t in (tiers[0], tiers[1], tiers[3])), name
+
+
+def _code_fragments(text):
+    """Every `code` span of a hint, alone and as the right-hand side of its TODO's answer variable."""
+    return re.findall(r"`([^`]+)`", text)
+
+
+ANSWER_VARIABLE = {"score": "score", "heap": "queue_item", "stale": "is_stale", "entry": "entry",
+                   "snapshot": "ordered_entries", "aging": "score"}
+
+
+@pytest.mark.parametrize("name", list(ALL_TODO_METHODS))
+def test_no_hint_tier_holds_the_answer_line_or_an_equivalent(name):
+    answer = _reference_answer_line(name)
+    rhs = answer.split("=", 1)[1].strip()
+    squash = lambda t: re.sub(r"\s+", "", t)  # noqa: E731
+    stub = _stub_source(name)
+    for tier, text in enumerate(HINTS[name], start=1):
+        assert squash(rhs) not in squash(text), (name, tier)
+        # Any code the tier shows, pasted in as the answer line, must not pass the check.
+        for fragment in _code_fragments(text):
+            for line in (fragment, f"{ANSWER_VARIABLE[name]} = {fragment}"):
+                pasted = stub.replace(_raise_line(stub), " " * _indent(stub) + line)
+                try:
+                    fn = load_method(name, pasted)
+                except Exception:  # not even valid code: cannot be the answer
+                    continue
+                assert not lab.grade(name, fn).passed, (name, tier, line)
+
+
+def _reference_answer_line(name):
+    """The reference's answer line: the first line after its ``# TODO`` comment."""
+    body = reference_sources(optional=True)[name].splitlines()
+    line = next(body[i + 1].strip() for i, text in enumerate(body) if text.strip().startswith("# TODO"))
+    assert line.startswith(ANSWER_VARIABLE[name] + " = "), (name, line)
+    return line
+
+
+def _stub_source(name):
+    from kvsched_lab.todos import cell_source, read_notebook, tagged_cells
+
+    for path in sorted((ROOT / "notebooks").glob("*.ipynb")):
+        nb = read_notebook(path)
+        idx = tagged_cells(nb, "todo").get(name)
+        if idx:
+            return cell_source(nb["cells"][idx[0]])
+    raise AssertionError(f"no todo:{name} cell")
+
+
+def _raise_line(stub):
+    return next(line for line in stub.splitlines() if line.strip().startswith("raise NotImplementedError("))
+
+
+def _indent(stub):
+    line = _raise_line(stub)
+    return len(line) - len(line.lstrip())
+
+
+def test_pasting_the_reference_line_into_the_stub_passes_for_every_todo():
+    # The no-answer test above is only meaningful if pasting the real answer line does pass.
+    for name in ALL_TODO_METHODS:
+        answer = _reference_answer_line(name)
+        stub = _stub_source(name)
+        fn = load_method(name, stub.replace(_raise_line(stub), " " * _indent(stub) + answer))
+        assert lab.grade(name, fn).passed, name
 
 
 def test_hint_unknown_name():
@@ -290,3 +411,123 @@ def test_fallback_is_seed_here_and_lru_where_seed_is_withheld(monkeypatch, tmp_p
     assert lab.needs_chapter(cls, "the table") is False and "skipped the table" in capsys.readouterr().out
     with pytest.raises(ValueError, match="withheld in the student release.*lab.my_scheduler"):
         policies.make_policy("seed", 64)
+
+
+# --------------------------------------------------------------------------- optional TODO aging
+
+AGING_RIGHT = {  # same decisions as GDSF with the chapter's score, written differently
+    "reference order swapped": "score = chapter_score + self.inflation",
+    "the chapter's score recomputed": "score = self.inflation + hits + 0.5 - 0.25 * size / self.capacity_bytes",
+    "the chapter's score doubled (all priorities double, decisions do not change)":
+        "score = self.inflation + 2 * chapter_score",
+}
+AGING_WRONG = {  # plausible mistakes, each with a phrase its message must contain
+    "no aging": ("score = chapter_score", "ignores self.inflation"),
+    "L subtracted": ("score = chapter_score - self.inflation", "must raise the score, not lower it"),
+    "L multiplied": ("score = self.inflation * chapter_score", "not scaled"),
+    "L counted twice": ("score = 2 * self.inflation + chapter_score", "not scaled"),
+    "size dropped": ("score = self.inflation + hits", "bigger entry must still score lower"),
+    "hits squared": ("score = self.inflation + hits * hits + 0.5 - 0.25 * size / self.capacity_bytes",
+                     "'hot' was never evicted"),
+    "size weighted ten times": ("score = self.inflation + hits + 0.5 - 2.5 * size / self.capacity_bytes",
+                                "eviction #"),
+    "L only for new entries": ("score = self.inflation + chapter_score if hits == 1 else chapter_score",
+                               "ignores self.inflation"),
+}
+
+
+def _aging_fn(line):
+    stub = _stub_source("aging")
+    return load_method("aging", stub.replace(_raise_line(stub), " " * _indent(stub) + line))
+
+
+def test_aging_reference_passes_and_is_not_one_of_the_graded_five(capsys):
+    fn = load_method("aging", reference_sources(optional=True)["aging"])
+    lab.check("aging", fn, save=False)
+    assert re.fullmatch(r"✅ aging: passed \(\d+ cases\)\n", capsys.readouterr().out)
+    assert "aging" not in TODO_METHODS and "aging" not in reference_sources()
+
+
+@pytest.mark.parametrize("why", list(AGING_RIGHT))
+def test_aging_right_but_different_answers_pass(why):
+    result = lab.grade("aging", _aging_fn(AGING_RIGHT[why]))
+    assert result.passed, (why, result.line())
+
+
+@pytest.mark.parametrize("why", list(AGING_WRONG))
+def test_aging_wrong_answers_fail_with_a_useful_message(why):
+    line, phrase = AGING_WRONG[why]
+    result = lab.grade("aging", _aging_fn(line))
+    assert result.status == "failed" and phrase in result.message, (why, result.line())
+    assert "lab.hint('aging')" in result.line()
+
+
+def test_aging_stub_is_not_attempted():
+    stub = load_method("aging", _stub_source("aging"))
+    assert lab.grade("aging", stub).status == "not attempted"
+
+
+def test_aging_scheduler_without_aging_decides_like_the_chapters_scheduler():
+    # The harness itself: with L left out it must evict exactly what the chapter's scheduler evicts,
+    # so the aging TODO's measured effect is the aging alone.
+    import random
+
+    from kvsched_lab.course.aging import AgingScheduler
+    from solutions import KVCacheSchedulerSim
+
+    rng = random.Random(3)
+    touches = [(f"p{rng.randrange(30)}", rng.choice([8, 16, 24])) for _ in range(2000)]
+    plain = AgingScheduler(200, lambda self, h, s, lu: self.chapter_score(h, s, lu))
+    chapter = KVCacheSchedulerSim(200)
+    for key, size in touches:
+        plain.touch(key, size)
+        chapter.touch(key, size)
+    assert list(plain.log) == chapter.log
+    assert plain.snapshot() == chapter.snapshot() and plain.inflation > 0
+
+
+def test_aging_scheduler_fast_replay_matches_touch_by_touch():
+    import random
+
+    from kvsched_lab.course.aging import AgingScheduler
+    from kvsched_lab.policies.base import generic_replay_requests
+    from solutions.aging import _aged_score
+
+    rng = random.Random(5)
+    lists = [[rng.randrange(60) for _ in range(rng.randint(1, 6))] for _ in range(400)]
+    fast, slow = AgingScheduler(25, _aged_score), AgingScheduler(25, _aged_score)
+    assert fast.replay_requests(lists, 1) == generic_replay_requests(slow, lists, 1)
+    assert list(fast.log) == list(slow.log) and fast.inflation == slow.inflation > 0
+    assert fast.snapshot() == slow.snapshot() and fast.hits == slow.hits
+
+
+# --------------------------------------------------------------------------- the assembled class, predictions
+
+
+def test_show_scheduler_prints_the_learners_five_methods_in_the_chapters_layout(answers, capsys):
+    import ast
+
+    refs = reference_sources()
+    for name in ("score", "stale"):  # two answers saved, three missing
+        lab.save_answer(name, load_method(name, refs[name]), source=refs[name])
+    text = lab.scheduler_source()
+    ast.parse(text)  # one valid class
+    order = [text.index(marker) for marker in ("def __init__", "def _score", "TODO heap: no saved answer",
+                                               "def _evict_until_fit", "TODO entry: no saved answer",
+                                               "def schedule", "TODO snapshot: no saved answer")]
+    assert order == sorted(order)
+    assert "# yours: TODO score (passed)" in text and "notebook 03" in text
+    for name in TODO_METHODS:
+        lab.save_answer(name, load_method(name, refs[name]), source=refs[name])
+    lab.show_scheduler()
+    shown = capsys.readouterr().out
+    assert all(f"# yours: TODO {name} (passed)" in shown for name in TODO_METHODS)
+    assert "no saved answer" not in shown and refs["snapshot"].splitlines()[0] in shown
+
+
+def test_compare_prediction_says_whether_it_held(capsys):
+    assert lab.compare_prediction("how many?", 3, 3, True) is True
+    assert "your prediction held" in capsys.readouterr().out
+    assert lab.compare_prediction("how many?", 0, 5, False) is False
+    out = capsys.readouterr().out
+    assert "you predicted: 0; the run gave: 5" in out and "did not hold" in out

@@ -7,6 +7,9 @@ temporary folder with its own ``KVSCHED_ANSWERS``, run side by side:
 - **stub**: the notebooks as shipped: exactly the check cells fail (``validate --invert``), nothing else;
 - then, in the stub run, copies with the chapter's answer line pasted into ONE TODO stub:
   exactly that check turns green.
+
+The optional ``aging`` TODO (notebook 05, beyond the chapter) takes part in all three like the
+five, with its reference kept in ``solutions/aging.py``; the grader never sees it.
 """
 from __future__ import annotations
 
@@ -22,9 +25,11 @@ from pathlib import Path
 import pytest
 
 from kvsched_lab.course.checks import grade
-from kvsched_lab.scheduler import TODO_METHODS
+from kvsched_lab.course.hints import HINTS_FILENAME
+from kvsched_lab.scheduler import ALL_TODO_METHODS, OPTIONAL_TODO_METHODS, TODO_METHODS
 from kvsched_lab.todos import (
-    cell_source, fill_todos, load_method, read_notebook, reference_sources, tagged_cells, write_notebook,
+    cell_source, fill_todos, load_method, read_notebook, reference_sources, tagged_cells, todo_sources,
+    write_notebook,
 )
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -38,6 +43,7 @@ CHAPTER_ANSWERS = {
     "stale": "is_stale = (priority, last_used) != (entry.priority, entry.last_used)",
     "entry": "entry = CacheEntry(priority=0.0, last_used=self.time, prefix=prefix, hits=1, bytes=bytes_)",
     "snapshot": "ordered_entries = sorted(self.entries.values(), key=lambda e: (-e.priority, e.last_used, e.prefix))",
+    "aging": "score = self.inflation + chapter_score",  # optional, beyond the chapter
 }
 
 # Records every cell's outcome and duration: more robust than parsing junit names.
@@ -132,7 +138,7 @@ class Run:
 def runs(tmp_path_factory):
     base = tmp_path_factory.mktemp("nbval")
     nbs = {p.name: read_notebook(p) for p in NOTEBOOKS}
-    refs = reference_sources()
+    refs = reference_sources(optional=True)
     filled = {name: fill_todos(nb, refs) for name, nb in nbs.items()}
     pasted = {}
     for name, nb in nbs.items():
@@ -171,10 +177,15 @@ def test_filled_notebooks_pass_every_cell(runs):
     assert ran == set(run.names), "some notebook did not run"
 
 
+def answer_files(folder):
+    """The saved answers in `folder` (hint progress lives there too, in its own file)."""
+    return {p.stem: json.loads(p.read_text()) for p in folder.glob("*.json") if p.name != HINTS_FILENAME}
+
+
 def test_filled_run_saved_all_five_answers_from_the_kernel(runs):
     # inspect.getsource works on functions defined in notebook cells, and answers carry over.
-    saved = {p.stem: json.loads(p.read_text()) for p in runs["filled"].answers.glob("*.json")}
-    assert set(saved) == set(TODO_METHODS)
+    saved = answer_files(runs["filled"].answers)
+    assert set(saved) == set(ALL_TODO_METHODS)
     assert all(r["status"] == "passed" and r["source"].startswith("def ") for r in saved.values())
 
 
@@ -195,7 +206,7 @@ def test_pasting_the_chapters_answer_turns_exactly_its_check_green(runs):
     run = runs["stub"]
     failed = run.failed_cells()
     pasted = [name for name in run.names if name.startswith("paste_")]
-    assert len(pasted) == len(TODO_METHODS)
+    assert len(pasted) == len(ALL_TODO_METHODS)
     for name in pasted:
         todo = re.match(r"paste_(\w+?)__", name).group(1)
         nb = read_notebook(run.folder / name)
@@ -203,8 +214,8 @@ def test_pasting_the_chapters_answer_turns_exactly_its_check_green(runs):
         should_fail = {i for i, n in checks.items() if n != todo}
         assert set(failed.get(name, {})) == should_fail, (name, failed.get(name), run.output[-4000:])
     # Only the pasted answers were saved (untouched stubs never save), and each of them passes.
-    saved = {p.stem: json.loads(p.read_text())["status"] for p in run.answers.glob("*.json")}
-    assert saved == {todo: "passed" for todo in TODO_METHODS}
+    saved = {name: record["status"] for name, record in answer_files(run.answers).items()}
+    assert saved == {todo: "passed" for todo in ALL_TODO_METHODS}
 
 
 # --------------------------------------------------------------------------- static
@@ -223,10 +234,10 @@ def test_every_todo_cell_is_followed_by_its_check_cell(path):
     nb = read_notebook(path)
     cells = nb["cells"]
     for name, idx in tagged_cells(nb, "todo").items():
-        assert name in TODO_METHODS and len(idx) == 1, (name, idx)
+        assert name in ALL_TODO_METHODS and len(idx) == 1, (name, idx)
         nxt = cells[idx[0] + 1]
         assert nxt["cell_type"] == "code" and cell_tags(nxt) == [f"check:{name}"], (name, cell_tags(nxt))
-        assert cell_source(nxt).strip() == f'lab.check("{name}", {TODO_METHODS[name]})'
+        assert cell_source(nxt).strip() == f'lab.check("{name}", {ALL_TODO_METHODS[name]})'
         stub = load_method(name, cell_source(cells[idx[0]]))
         assert grade(name, stub).status == "not attempted"
     assert set(tagged_cells(nb, "check")) == set(tagged_cells(nb, "todo"))
@@ -237,7 +248,16 @@ def test_the_series_has_each_of_the_five_todos_exactly_once():
     for path in NOTEBOOKS:
         for name, idx in tagged_cells(read_notebook(path), "todo").items():
             seen += [name] * len(idx)
-    assert sorted(seen) == sorted(TODO_METHODS)
+    assert sorted(seen) == sorted(ALL_TODO_METHODS)
+
+
+def test_optional_todos_stay_out_of_what_the_grader_reads():
+    # The grader reads `todo_sources` and the five-method reference: the optional TODO adds no points.
+    for path in NOTEBOOKS:
+        assert set(todo_sources(read_notebook(path))) <= set(TODO_METHODS)
+    assert set(reference_sources()) == set(TODO_METHODS)
+    assert set(reference_sources(optional=True)) == set(ALL_TODO_METHODS)
+    assert not set(OPTIONAL_TODO_METHODS) & set(TODO_METHODS)
 
 
 def test_every_notebook_opens_with_the_same_setup_cell():

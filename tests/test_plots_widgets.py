@@ -1,4 +1,5 @@
 """Plots, the widgets' update functions (headless) and the leaderboard."""
+import html
 import math
 
 import matplotlib
@@ -164,6 +165,58 @@ def test_explorer_state_is_pure(segments):
     assert "re-scored at eviction" in widgets.describe_state(a)
     with pytest.raises(ValueError, match="largest entry"):
         widgets.explorer_state(capacity=3, segments=segments)
+
+
+def test_grid_bounds_put_the_value_on_the_grid():
+    assert widgets.grid_bounds(400, 40, 1600, 25) == (50, 1600)
+    assert widgets.grid_bounds(400, 400, 400, 25) == (400, 400)
+    low, high = widgets.grid_bounds(0.5, 0, 100, 0.5)
+    assert (low, high) == (0, 100)
+    with pytest.raises(ValueError):
+        widgets.grid_bounds(30, 40, 100, 25)
+
+
+def _explorer_controls(box):
+    return [c for row in box.children[:2] for c in row.children]
+
+
+@pytest.mark.parametrize("capacity", [400, 333, 40])
+def test_explorer_defaults_sit_on_their_slider_grid(segments, capacity):
+    # A browser snaps an off-grid value and sends the change back: the widget then redraws at a
+    # value the static cell never used (issue 9: 400 became 390). On the grid, nothing moves.
+    box = widgets.score_explorer(segments, capacity=capacity)
+    largest = max(n for segs in segments for _, n in segs)
+    for control in _explorer_controls(box):
+        if hasattr(control, "step"):
+            steps = (control.value - control.min) / control.step
+            assert abs(steps - round(steps)) < 1e-9, (control.description, control.value, control.min)
+            span = (control.max - control.min) / control.step
+            assert abs(span - round(span)) < 1e-9 and control.min <= control.value <= control.max
+    cap = _explorer_controls(box)[3]
+    assert cap.value == max(capacity, largest) and cap.min >= largest
+
+
+def test_explorer_draws_its_first_figure_before_any_front_end_and_agrees_with_the_static_cell(segments):
+    box = widgets.score_explorer(segments)
+    text, figure = box.children[2], box.children[3]
+    # What the notebook's static cell prints at the defaults is what the widget shows first.
+    static = widgets.describe_state(widgets.explorer_state(widgets.CHAPTER_WEIGHTS, 400, segments=segments))
+    assert static in html.unescape(text.value)
+    assert figure.format == "png" and bytes(figure.value).startswith(b"\x89PNG") and len(figure.value) > 10_000
+
+
+def test_explorer_redraws_on_a_change_and_only_then(segments):
+    box = widgets.score_explorer(segments)
+    text, figure = box.children[2], box.children[3]
+    first_text, first_png = text.value, figure.value
+    controls = _explorer_controls(box)
+    controls[1].value = 7.0  # the recency weight: frozen score, same decisions, new text
+    assert text.value != first_text and "recency=7" in text.value
+    controls[4].value = True  # re-score at eviction: different evictions, a different figure
+    assert figure.value != first_png and "re-scored at eviction" in text.value
+    drawn = figure.value
+    controls[4].value = True  # no change: nothing redrawn
+    assert figure.value is drawn
 
 
 def test_widgets_build_headless(segments):

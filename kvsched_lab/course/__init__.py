@@ -2,9 +2,13 @@
 
 - ``lab.check(name, fn)``: grade ONE TODO (score, heap, stale, entry, snapshot) with fake
   schedulers, print one line, raise when it is not attempted or wrong; saves the answer.
-- ``lab.hint(name, level=1)``, ``lab.reveal(name)``: tiered hints; the reference if it ships.
+- ``lab.hint(name)``: the next of four hint tiers (``lab.hint(name, level)`` for one tier,
+  ``lab.hint_reset(name)`` to start over); ``lab.reveal(name)``: the reference if it ships.
+  Besides the five, the optional ``aging`` TODO (notebook 05) has a check and hints too.
 - ``lab.my_scheduler()``: your scheduler class from the saved answers (or the labelled fallback);
   ``lab.needs_chapter(Sim, what)``: True for a chapter-style class, else one "skipped" line.
+- ``lab.compare_prediction(question, predicted, observed, held)``: predict, then run (one line).
+- ``lab.show_scheduler()``: your five saved methods in the chapter's class layout, printed.
 - ``lab.status()``, ``lab.load_answers()``, ``lab.save_answer(name, fn)``, ``lab.answers_dir()``.
 """
 from __future__ import annotations
@@ -13,10 +17,11 @@ from typing import Callable
 
 from kvsched_lab.course.answers import (
     ANSWERS_DIRNAME, ANSWERS_ENV, answer_status, answers_dir, fallback_scheduler, is_chapter_scheduler,
-    load_answers, my_scheduler, needs_chapter, save_answer, status,
+    load_answers, my_scheduler, needs_chapter, save_answer, scheduler_source, show_scheduler, status,
 )
 from kvsched_lab.course.checks import NOTEBOOK_OF, TODO_NAMES, CheckFailed, NotAttempted, Result, grade
-from kvsched_lab.course.hints import hint, reveal
+from kvsched_lab.course.hints import hint, hint_reset, reveal
+from kvsched_lab.course.predict import compare_prediction
 
 
 def check(name: str, fn: Callable, save: bool = True) -> None:
@@ -40,7 +45,7 @@ def check(name: str, fn: Callable, save: bool = True) -> None:
 
 __all__ = [
     "ANSWERS_DIRNAME", "ANSWERS_ENV", "CheckFailed", "NOTEBOOK_OF", "NotAttempted", "Result", "TODO_NAMES",
-    "answer_status", "answers_dir", "check", "fallback_scheduler", "grade", "hint", "is_chapter_scheduler",
+    "answer_status", "answers_dir", "check", "compare_prediction", "fallback_scheduler", "grade", "hint", "hint_reset", "is_chapter_scheduler",
     "load_answers", "my_scheduler", "needs_chapter", "reveal",
-    "save_answer", "status",
+    "save_answer", "scheduler_source", "show_scheduler", "status",
 ]

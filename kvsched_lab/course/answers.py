@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Callable, Dict, Optional
 
 from kvsched_lab.course.checks import NOTEBOOK_OF, TODO_NAMES, Result, grade
-from kvsched_lab.scheduler import TODO_METHODS, SchedulerSkeleton, build_scheduler
+from kvsched_lab.scheduler import ALL_TODO_METHODS, TODO_METHODS, SchedulerSkeleton, build_scheduler
 from kvsched_lab.todos import cell_namespace
 
 ANSWERS_ENV = "KVSCHED_ANSWERS"
@@ -45,15 +45,15 @@ def save_answer(name: str, fn: Callable, result: Optional[Result] = None, source
 
     `source` overrides reading it from `fn` (for functions built with exec, which have none).
     """
-    if name not in TODO_METHODS:
+    if name not in ALL_TODO_METHODS:
         raise ValueError(f"unknown TODO {name!r}; the five are {', '.join(TODO_NAMES)}")
     source = function_source(fn) if source is None else source
     if result is None:
         result = grade(name, fn)
     record = {
         "todo": name,
-        "method": TODO_METHODS[name],
-        "function": getattr(fn, "__name__", TODO_METHODS[name]),
+        "method": ALL_TODO_METHODS[name],
+        "function": getattr(fn, "__name__", ALL_TODO_METHODS[name]),
         "status": result.status,
         "cases": result.cases,
         "message": result.message,
@@ -174,3 +174,36 @@ def my_scheduler(verbose: bool = True) -> type:
         print(f"⚠️ my_scheduler: not all your TODOs pass yet: {', '.join(problems)}; run those notebooks' "
               f"TODO and check cells. Until then: {until}")
     return fallback
+
+
+# The chapter's class layout: given methods and TODO methods in the order the chapter lists them.
+CHAPTER_LAYOUT = ("__init__", "score", "heap", "stale", "entry", "schedule", "snapshot")
+
+
+def scheduler_source() -> str:
+    """Your `KVCacheSchedulerSim` as one class, in the chapter's layout: the given ``__init__`` and
+    ``schedule`` (from `SchedulerSkeleton`) around your five saved methods, each marked with its
+    check status; a TODO with no saved answer is a comment saying where to write it."""
+    records = saved_records()
+    fns = load_answers()
+    lines = [f"class KVCacheSchedulerSim:  # assembled from {answers_dir()}"]
+    for part in CHAPTER_LAYOUT:
+        lines.append("")
+        if part not in TODO_METHODS:  # given code, as every learner has it
+            lines.append(f"    # given ({part})")
+            body = textwrap.dedent(inspect.getsource(getattr(SchedulerSkeleton, part)))
+        elif part in fns:
+            status = grade(part, fns[part]).status
+            lines.append(f"    # yours: TODO {part} ({status})")
+            body = records[part]["source"]
+        else:
+            lines.append(f"    # TODO {part}: no saved answer yet; write {TODO_METHODS[part]} in notebook "
+                         f"{NOTEBOOK_OF[part].split('_')[0]} and run its check cell")
+            continue
+        lines += [("    " + line) if line.strip() else "" for line in body.rstrip().splitlines()]
+    return "\n".join(lines) + "\n"
+
+
+def show_scheduler() -> None:
+    """Print `scheduler_source()`: the whole class you wrote, in the chapter's layout."""
+    print(scheduler_source())

@@ -1,82 +1,195 @@
-"""Tiered hints for the five TODOs, and `reveal` of the reference when it ships.
+"""Four-tier hints for every TODO, and `reveal` of the reference when it ships.
 
-Level 1 nudges, level 2 is concrete, level 3 is nearly there; none is the answer's code line.
+Tiers: 1 the idea (why this piece exists); 2 where to look (which fields, in which order);
+3 the mistakes the public check catches, quoted from its own failure messages; 4 nearly there.
+No tier holds the answer's code line (tests/test_course_checks.py pastes every code fragment of
+every tier into the stub and checks that none passes).
+
+``lab.hint(name)`` shows the next tier each time it is called; ``lab.hint(name, level)`` shows
+that tier. Which tier comes next is `HintProgress`, a small JSON file in the answers folder
+(`kvsched_lab.course.answers.answers_dir`): it belongs to the learner's session, not to a
+kernel, so re-running a cell, restarting the kernel or opening another notebook never resets
+or skips a tier, and ``lab.hint_reset(name)`` starts a TODO's hints over.
+
+Every tier is one plain English string literal, so a translation can wrap each one.
 """
 from __future__ import annotations
 
-from typing import Dict, Tuple
+import json
+from pathlib import Path
+from typing import Dict, Optional, Tuple
 
 from kvsched_lab.course.checks import NOTEBOOK_OF, TODO_NAMES
+from kvsched_lab.scheduler import ALL_TODO_METHODS
 
-HINTS: Dict[str, Tuple[str, str, str]] = {
+NUM_TIERS = 4
+HINTS_FILENAME = "hint_progress.json"  # in the answers folder; not a TODO answer
+
+HINTS: Dict[str, Tuple[str, str, str, str]] = {
     "score": (
-        "The three ingredients are already computed for you: reuse_bonus, recency and size_penalty. "
-        "Step 3 of notebook 02 gives the weight of each.",
-        "Reuse counts at full weight, recency at half weight, and size is subtracted at a quarter "
-        "weight. Two of the terms raise the score, one lowers it.",
-        "One arithmetic expression assigned to `score`: the reuse bonus, plus one half times the recency, "
-        "minus one quarter times the size penalty. Check: hits=1, size=0, just touched gives 1.5.",
+        "Eviction needs one number per entry that says how much it is worth keeping. The chapter "
+        "mixes three reasons into it: reuse (LFU), recency (LRU) and the room the entry takes.",
+        "The three ingredients are already computed in the cell: reuse_bonus, recency and "
+        "size_penalty. Step 3 of notebook 02 gives each one's weight and whether it adds or subtracts.",
+        "The check reports: “each extra hit must add exactly 1.0 to the score”; “the recency term "
+        "has the wrong weight”; “the size penalty has the wrong weight”; “a bigger entry must score "
+        "lower (size is a penalty)”. Each names the term to fix.",
+        "One arithmetic expression assigned to `score`: the reuse bonus at full weight, plus one half "
+        "of the recency, minus one quarter of the size penalty. Test it: hits=1, size=0, just touched "
+        "gives 1.5.",
     ),
     "heap": (
-        "The heap is `heapq`'s min-heap: the record that compares smallest is popped first, and "
-        "eviction wants the entry with the LOWEST priority.",
-        "A record is a tuple compared field by field: priority first, then last_used as the "
-        "tie-break (older leaves first), then the key so the evictor can find the entry.",
-        "Build `queue_item` as a 3-tuple from the entry's current priority (not negated), its "
-        "last_used, and `prefix`; the given `heapq.heappush` line then adds it.",
+        "To evict fast, the scheduler keeps a min-heap of records, and `heapq` pops the record that "
+        "compares smallest. Eviction wants the entry least worth keeping, so the smallest must be "
+        "the lowest priority.",
+        "A record is a tuple compared field by field. Look at the entry just re-scored: its "
+        "`priority` decides first, its `last_used` breaks ties (older leaves first), and the key "
+        "`prefix` tells the evictor which entry the record is about.",
+        "The check reports: “the record's priority is negated”; “the record's fields are in the "
+        "wrong order”; “the record's last field must be the entry's key, not the CacheEntry object”; "
+        "“the newest heap record must carry the entry's new priority”.",
+        "Build `queue_item` as a 3-tuple from three values already in scope: the entry's current "
+        "priority (as it is), the entry's last_used, and prefix. The given `heapq.heappush` line adds it.",
     ),
     "stale": (
-        "Every hit pushed a new record and left the old one in the heap. A popped record may describe "
-        "an entry as it was some touches ago.",
-        "The live entry (`entry`) knows its current priority and last_used. The popped record's "
-        "`priority` and `last_used` were copied at push time. When are they out of date?",
-        "The record is stale when its (priority, last_used) pair differs from the entry's current "
-        "pair. Compare BOTH fields: one `!=` between two 2-tuples does it.",
+        "Every hit pushed a new record and left the old one in the heap (lazy deletion), so a popped "
+        "record may describe its entry as it was some touches ago. Trusting it evicts the wrong entry.",
+        "Compare the popped record with the live entry `entry`: the record's `priority` and "
+        "`last_used` were copied when it was pushed; the entry's fields are the truth now.",
+        "The check reports: “used a record whose priority still matches but whose last_used is out of "
+        "date”; “used a record whose last_used still matches but whose priority is out of date”; “the "
+        "current record of live entry”… “was popped and dropped”.",
+        "`is_stale` is one comparison: the record is stale when its (priority, last_used) pair differs "
+        "from the entry's current pair. Both fields count.",
     ),
     "entry": (
-        "A miss creates the cache entry for `prefix`. Look at the `CacheEntry` dataclass: which "
-        "fields does it need, and what do they mean for an entry that was just added?",
-        "This access is its first use: one hit, used at the current clock value (already advanced "
-        "by the given `self.time += 1`), holding `bytes_` bytes. The priority is computed right after "
-        "by `_refresh_queue`, so any placeholder number works.",
-        "Assign `entry = CacheEntry(...)` with keyword arguments: priority a 0.0 placeholder, "
-        "last_used the current time, the prefix, hits 1, and bytes the requested size.",
+        "A miss means the prefix is not cached: after making room, the scheduler creates its "
+        "`CacheEntry`, the object every later hit updates and the heap records point to.",
+        "Look at the `CacheEntry` dataclass: priority, last_used, prefix, hits, bytes. This access is "
+        "the entry's first use, at the clock value already advanced by `self.time += 1`, holding "
+        "`bytes_` bytes. `_refresh_queue` sets the real priority right after.",
+        "The check reports: “the newest entry must start with one hit (this access counts)”; “a new "
+        "entry's last_used must be the current time”; “the new entry's hits and bytes are swapped”; "
+        "“the new entry must record its own prefix”.",
+        "Assign `entry = CacheEntry(...)` with keyword arguments: a 0.0 placeholder priority, "
+        "last_used the current time, the prefix, one hit, and the requested size in bytes.",
     ),
     "snapshot": (
-        "`sorted(...)` with a `key` function orders the live entries (`self.entries.values()`); the "
-        "given return line turns them into rows.",
-        "Highest priority first; among equal priorities the older `last_used` first; if those tie "
-        "too, by prefix. Sort by the full priority, not the rounded one.",
-        "Use a key function returning a tuple whose first element is the priority negated (so the "
-        "highest comes first), then last_used, then prefix; assign the result to `ordered_entries`.",
+        "A snapshot shows what the scheduler decided: live entries from most to least worth keeping, "
+        "always in the same order, so two runs of the same requests print the same table.",
+        "Sort `self.entries.values()` with `sorted(..., key=...)`. Order by the priority (highest "
+        "first), then `last_used` (older first, the order eviction takes them), then `prefix`.",
+        "The check reports: “entries came out lowest priority first; the highest must come first”; "
+        "“entries must be ordered by their full priority; rounding is for display only”; “two "
+        "entries with equal priority came out newest first; the older goes first”.",
+        "A key function returning a tuple: the priority negated (so the highest sorts first), then "
+        "last_used, then prefix. Assign the sorted list to `ordered_entries`.",
+    ),
+    "aging": (
+        "The chapter's score never ages: hits collected long ago protect an entry forever. GDSF keeps "
+        "one number, the inflation value L, that rises at every eviction; every new priority starts "
+        "from L, so old hits lose their edge without re-scoring anybody.",
+        "Two values are in scope: `self.inflation` (L, which the scheduler raises to each victim's "
+        "priority) and `chapter_score` (notebook 02's score for this entry). Your priority combines them.",
+        "The check reports: “the score ignores self.inflation (L)”; “a higher inflation value must raise "
+        "the score, not lower it”; “L is added as it is, not scaled”; “a bigger entry must still score "
+        "lower (keep the chapter's size penalty)”.",
+        "One addition assigned to `score`: the inflation value plus the chapter's score, each "
+        "as it is.",
     ),
 }
 
 
-def hint(name: str, level: int = 1) -> None:
-    """Print hint `level` (1 nudge, 2 concrete, 3 nearly there) for TODO `name`."""
+class HintProgress:
+    """The highest tier shown per TODO, kept in ``<answers folder>/hint_progress.json``.
+
+    A missing or unreadable file means no tier shown yet; a folder that cannot be written
+    leaves the file as it was (the tier is still shown, and the caller says so).
+    """
+
+    def __init__(self, folder: Path):
+        self.path = Path(folder) / HINTS_FILENAME
+
+    def shown(self) -> Dict[str, int]:
+        try:
+            data = json.loads(self.path.read_text(encoding="utf-8"))
+        except (OSError, ValueError):
+            return {}
+        if not isinstance(data, dict):
+            return {}
+        return {k: v for k, v in data.items() if k in HINTS and isinstance(v, int) and 0 < v <= NUM_TIERS}
+
+    def record(self, name: str, tier: int) -> None:
+        """Remember that `tier` of `name` was shown (a lower tier never lowers the record)."""
+        shown = self.shown()
+        shown[name] = max(shown.get(name, 0), tier)
+        self._write(shown)
+
+    def reset(self, name: Optional[str] = None) -> None:
+        """Forget the tiers shown for `name`, or for every TODO."""
+        shown = self.shown()
+        for key in ([name] if name else list(shown)):
+            shown.pop(key, None)
+        self._write(shown)
+
+    def _write(self, shown: Dict[str, int]) -> None:
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        tmp = self.path.with_name(self.path.name + ".tmp")
+        tmp.write_text(json.dumps(shown, indent=1, sort_keys=True) + "\n", encoding="utf-8")
+        tmp.replace(self.path)
+
+
+def _known(name: str) -> None:
     if name not in HINTS:
-        raise ValueError(f"unknown TODO {name!r}; the five are {', '.join(TODO_NAMES)}")
-    tiers = HINTS[name]
-    shown = min(max(int(level), 1), len(tiers))
-    print(f"💡 {name}, hint {shown}/{len(tiers)}: {tiers[shown - 1]}")
-    if shown < len(tiers):
-        print(f"   still stuck? lab.hint({name!r}, level={shown + 1})")
+        optional = [n for n in ALL_TODO_METHODS if n not in TODO_NAMES]
+        raise ValueError(f"unknown TODO {name!r}; the five are {', '.join(TODO_NAMES)} "
+                         f"(optional: {', '.join(optional)})")
+
+
+def _progress() -> HintProgress:
+    from kvsched_lab.course.answers import answers_dir
+
+    return HintProgress(answers_dir())
+
+
+def hint(name: str, level: Optional[int] = None) -> None:
+    """Print the next hint tier for TODO `name` (1 the idea ... 4 nearly there), or tier `level`."""
+    _known(name)
+    progress = _progress()
+    if level is None:
+        shown = min(progress.shown().get(name, 0) + 1, NUM_TIERS)
     else:
-        print(f"   after that: lab.reveal({name!r}) shows the reference, where your instructor ships it")
+        shown = min(max(int(level), 1), NUM_TIERS)
+    print(f"💡 {name}, hint {shown}/{NUM_TIERS}: {HINTS[name][shown - 1]}")
+    try:
+        progress.record(name, shown)
+    except OSError as e:
+        print(f"   (which hints you saw was not saved: {e}; ask for a tier with lab.hint({name!r}, level=...))")
+    if shown < NUM_TIERS:
+        print(f"   still stuck? run lab.hint({name!r}) again for hint {shown + 1}")
+    else:
+        print(f"   after that: lab.reveal({name!r}) shows the reference, where your instructor ships it; "
+              f"lab.hint_reset({name!r}) starts these hints over")
+
+
+def hint_reset(name: Optional[str] = None) -> None:
+    """Start the hints of TODO `name` (or of every TODO) over at tier 1."""
+    if name is not None:
+        _known(name)
+    _progress().reset(name)
+    print(f"hints for {name or 'every TODO'} start over at hint 1")
 
 
 def reveal(name: str) -> None:
-    """Print the reference method for TODO `name`, when the instructor's `solutions` is installed."""
-    if name not in HINTS:
-        raise ValueError(f"unknown TODO {name!r}; the five are {', '.join(TODO_NAMES)}")
+    """Print the reference for TODO `name`, when the instructor's `solutions` is installed."""
+    _known(name)
     from kvsched_lab.todos import reference_sources
 
     try:
-        source = reference_sources()[name]
+        source = reference_sources(optional=True)[name]
     except ImportError:
         print(f"🔒 {name}: the reference solution is withheld in this release (no `solutions` package). "
-              f"Use lab.hint({name!r}, level=3), or ask your instructor.")
+              f"Use lab.hint({name!r}, level={NUM_TIERS}), or ask your instructor.")
         return
     print(f"🔓 {name}: the reference method (its TODO lives in notebook {NOTEBOOK_OF[name]}):\n")
     print(source)

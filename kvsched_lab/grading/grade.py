@@ -236,8 +236,9 @@ def feedback_text(g: Grade) -> str:
         out += [f"This submission could not be graded: {g.error}.", ""]
     else:
         out += ["Each TODO is graded alone: only your method is put into the reference scheduler, so a mistake",
-                "in one TODO costs no points in another. Every hidden case has two phases: a sequence of its",
-                "family, then an edge-case probe on a fresh scheduler (crafted stale heap records, ties).", ""]
+                "in one TODO costs no points in another. Every hidden case has three phases, each on a fresh",
+                "scheduler: a sequence of its family, an edge-case probe (crafted stale heap records, ties), and",
+                "a precision probe (priorities equal to four decimals, last_used ahead of the clock).", ""]
     for name, t in g.todos.items():
         out.append(f"## {name} ({TODO_METHODS[name]}): {t.status}, {t.points}/{POINTS}")
         out.append("")

@@ -79,7 +79,7 @@ or, with your own environment (Colab, ModelScope: keep their torch):
 
 Work through `notebooks/` in order. Each TODO cell (tagged `todo:<name>`) defines one method;
 the cell after it (tagged `check:<name>`) checks it. A check fails until you write the TODO:
-that is expected. `lab.hint("score")` gives hints in three levels; the reference solutions
+that is expected. `lab.hint("score")` gives the next of four hint tiers at each call; the reference solutions
 are not part of this edition, so `lab.reveal(...)` tells you it is withheld.
 
 `make check` is this edition's self-test (there is no `tests/` folder; `make test` just points

@@ -6,6 +6,8 @@
 - ``lab.my_scheduler()``: your scheduler class from the saved answers (or the labelled fallback);
   ``lab.needs_chapter(Sim, what)``: True for a chapter-style class, else one "skipped" line.
 - ``lab.status()``, ``lab.load_answers()``, ``lab.save_answer(name, fn)``, ``lab.answers_dir()``.
+- ``lab.set_language("zh")``: messages in Chinese from now on (default: ``$KVSCHED_LANG``, else
+  English); ``lab.get_language()`` says which is in use.
 """
 from __future__ import annotations
 
@@ -17,6 +19,7 @@ from kvsched_lab.course.answers import (
 )
 from kvsched_lab.course.checks import NOTEBOOK_OF, TODO_NAMES, CheckFailed, NotAttempted, Result, grade
 from kvsched_lab.course.hints import hint, reveal
+from kvsched_lab.i18n import _, get_language, set_language
 
 
 def check(name: str, fn: Callable, save: bool = True) -> None:
@@ -31,7 +34,7 @@ def check(name: str, fn: Callable, save: bool = True) -> None:
         try:
             save_answer(name, fn, result)
         except (OSError, TypeError) as e:  # no source (e.g. built with exec) or a read-only folder
-            note = f" (answer not saved: {e})"
+            note = _(" (answer not saved: {error})", error=e)
     if not result.passed:
         raise result.exception()
     print(result.line() + note)
@@ -40,7 +43,8 @@ def check(name: str, fn: Callable, save: bool = True) -> None:
 
 __all__ = [
     "ANSWERS_DIRNAME", "ANSWERS_ENV", "CheckFailed", "NOTEBOOK_OF", "NotAttempted", "Result", "TODO_NAMES",
-    "answer_status", "answers_dir", "check", "fallback_scheduler", "grade", "hint", "is_chapter_scheduler",
+    "answer_status", "answers_dir", "check", "fallback_scheduler", "get_language", "grade", "hint",
+    "is_chapter_scheduler", "set_language",
     "load_answers", "my_scheduler", "needs_chapter", "reveal",
     "save_answer", "status",
 ]

@@ -121,6 +121,7 @@ def test_build_refuses_a_translation_that_changes_code(repo):
     ('f(1, "a")', 'f(1, "a", 2)', False),
     ('x = "a"', "x = b'a'", False),
     ("# one comment\nx = 1", "# 一行\n# 两行注释\nx = 1", True),  # comment lines may be added
+    ('print(f"{a} of {b}")', 'print(f"{b} 中的 {a}")', True),  # Chinese word order may reorder fields
 ])
 def test_code_shape(en, zh, same):
     assert (shape_difference(en, zh) == "") == same

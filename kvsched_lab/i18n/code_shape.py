@@ -21,15 +21,16 @@ _SKIP = {tokenize.NL, tokenize.ENCODING, tokenize.ENDMARKER}
 
 
 def _string_shape(text: str) -> tuple:
-    """A literal's prefix and quotes, plus its f-string fields (the text itself is free)."""
+    """A literal's prefix and quotes, plus its f-string fields in any order (the text itself is free)."""
     m = _STRING_PREFIX.match(text)
     prefix, quote = (m.group(1), m.group(2)) if m else ("", "")
     fields: Tuple[str, ...] = ()
     if "f" in prefix.lower():
         body = text[len(prefix) + len(quote): len(text) - len(quote)]
         try:
-            fields = tuple((name or "") + ("!" + conv if conv else "") + (":" + spec if spec else "")
-                           for _, name, spec, conv in string.Formatter().parse(body) if name is not None)
+            # Sorted: a translation may reorder the fields (Chinese word order), not change them.
+            fields = tuple(sorted((name or "") + ("!" + conv if conv else "") + (":" + spec if spec else "")
+                                  for _, name, spec, conv in string.Formatter().parse(body) if name is not None))
         except ValueError:
             fields = (body,)  # an unusual f-string: then its whole text must match
     return ("STRING", prefix.lower(), quote, fields)

@@ -7,6 +7,8 @@ for the Latin glyphs and symbols it lacks).
 from __future__ import annotations
 
 import functools
+import os
+import re
 from typing import Dict, List, Optional
 
 from kvsched_lab.i18n.language import get_language
@@ -17,13 +19,31 @@ CJK_FAMILIES = ("Noto Sans CJK SC", "Noto Sans SC", "Source Han Sans SC", "Sourc
                 "Heiti SC", "Noto Sans CJK JP", "Noto Serif CJK SC")
 
 
+# File names of installed CJK fonts, for when matplotlib's font cache predates their install.
+_CJK_FILE = re.compile(r"(cjk|wqy|sourcehan|simhei|msyh|pingfang)", re.I)
+
+
 @functools.lru_cache(maxsize=None)
 def cjk_font() -> Optional[str]:
-    """The first of `CJK_FAMILIES` matplotlib knows, or None (looked up once per process)."""
+    """The first of `CJK_FAMILIES` matplotlib knows, or None (looked up once per process).
+
+    matplotlib caches the system's font list on first use; a CJK font installed after that
+    (``apt-get install fonts-noto-cjk`` on a machine that already plotted) is not in the cache,
+    so the system's font files are scanned once and any CJK file found is registered.
+    """
     from matplotlib import font_manager
 
-    known = {f.name for f in font_manager.fontManager.ttflist}
-    return next((name for name in CJK_FAMILIES if name in known), None)
+    def first_known() -> Optional[str]:
+        known = {f.name for f in font_manager.fontManager.ttflist}
+        return next((name for name in CJK_FAMILIES if name in known), None)
+
+    found = first_known()
+    if found is None:
+        for path in font_manager.findSystemFonts():
+            if _CJK_FILE.search(os.path.basename(path)):
+                font_manager.fontManager.addfont(path)
+        found = first_known()
+    return found
 
 
 def plot_language() -> str:
@@ -36,4 +56,6 @@ def font_rc(lang: str) -> Dict[str, List[str]]:
     """matplotlib rcParams for drawing text in `lang` (empty: matplotlib's defaults)."""
     if lang != "zh" or cjk_font() is None:
         return {}
-    return {"font.family": ["sans-serif"], "font.sans-serif": [cjk_font(), "DejaVu Sans"]}
+    # Concrete family names, not "sans-serif": a text resolves a generic family when it is drawn,
+    # after the plotting function (and its rc_context) has returned.
+    return {"font.family": [cjk_font(), "DejaVu Sans"]}

@@ -167,3 +167,36 @@ def test_zh_notebook_uses_the_glossary_terms(path):
                 if zh not in zh_text:
                     missing.append(f"{e['id']}: {en!r} -> {zh!r}")
     assert missing == []
+
+
+# --------------------------------------------------------------------------- setup cell, READMEs
+
+
+def _clone_line(setup: str) -> str:
+    lines = [line.strip() for line in setup.splitlines() if line.strip().startswith("clone = ")]
+    if len(lines) != 1:
+        raise LookupError("the setup cell no longer has one `clone = ...` line: update this test")
+    return lines[0]
+
+
+@pytest.mark.xfail(strict=True, raises=AssertionError,
+                   reason="KNOWN BUG for the integrator: the English setup cell looks for kvsched_lab/ in the "
+                          "notebook's folder and its parent only, so a zh notebook in a plain clone (ModelScope) "
+                          "does not find it and pip-installs from GitHub instead. Fix in the English cell "
+                          "(search Path.cwd().parents too), then drop this marker.")
+def test_zh_setup_cell_finds_the_clone_from_notebooks_zh(monkeypatch):
+    setup = cell_source(next(c for c in read_notebook(zh_path_for(ROOT, NOTEBOOKS[0]))["cells"] if is_setup_cell(c)))
+    monkeypatch.chdir(ROOT / "notebooks" / "zh")
+    scope = {"Path": Path}
+    exec(_clone_line(setup), scope)
+    assert scope["clone"] == ROOT
+
+
+def test_readmes_link_each_other_and_zh_lists_every_notebook():
+    en, zh = (ROOT / "README.md").read_text(encoding="utf-8"), (ROOT / "README.zh.md").read_text(encoding="utf-8")
+    assert "(README.zh.md)" in en.splitlines()[2] and "(README.md)" in zh
+    for cmd in ("make lab", "make test"):
+        assert cmd in zh
+    for path in NOTEBOOKS:
+        assert f"zh/{path.stem}" in zh, path.stem
+    assert zh.index("ModelScope") < zh.index("Colab") < zh.index("kvsched grade")

@@ -200,3 +200,24 @@ def test_readmes_link_each_other_and_zh_lists_every_notebook():
     for path in NOTEBOOKS:
         assert f"zh/{path.stem}" in zh, path.stem
     assert zh.index("ModelScope") < zh.index("Colab") < zh.index("kvsched grade")
+
+
+def test_a_zh_submission_gets_the_same_grade_row_as_the_same_answers_in_english(tmp_path):
+    import csv
+
+    from kvsched_lab.grading import grade_main
+    from kvsched_lab.todos import fill_todos, reference_sources
+
+    refs = reference_sources()
+    answer_sets = {"full": refs, "partial": {k: refs[k] for k in ("score", "stale")}}
+    for lang, paths in (("en", NOTEBOOKS), ("zh", [zh_path_for(ROOT, p) for p in NOTEBOOKS])):
+        for label, answers in answer_sets.items():
+            folder = tmp_path / "subs" / f"{label}-{lang}"
+            folder.mkdir(parents=True)
+            for p in paths:
+                write_notebook(fill_todos(read_notebook(p), answers), folder / p.name)
+    out = tmp_path / "out"
+    assert grade_main([str(tmp_path / "subs"), "--out", str(out), "--jobs", "2"]) == 0
+    rows = {Path(r.pop("submission")).name: r for r in csv.DictReader(open(out / "grades.csv"))}
+    assert rows["full-zh"] == rows["full-en"] and rows["full-en"]["total"] == "100"
+    assert rows["partial-zh"] == rows["partial-en"] and rows["partial-en"]["total"] == "40"

@@ -36,11 +36,10 @@ def get_language() -> str:
         raise ValueError(f"{LANG_ENV}={value!r}: {e}") from None
 
 
-def set_language(lang: str) -> str:
-    """Use `lang` (``"en"`` or ``"zh"``) from now on, in this process and its children; returns it.
+def set_language(lang: str) -> None:
+    """Use `lang` (``"en"`` or ``"zh"``) from now on, in this process and its children.
 
-    An unknown language raises ValueError and leaves the current one as it was.
+    An unknown language raises ValueError and leaves the current one as it was. Returns None, so
+    a notebook cell ending with it shows nothing more.
     """
-    code = normalize(lang)
-    os.environ[LANG_ENV] = code
-    return code
+    os.environ[LANG_ENV] = normalize(lang)

@@ -60,6 +60,9 @@ def _cmd_i18n(args: argparse.Namespace) -> int:
     from kvsched_lab.i18n.catalogue import update_catalogue
 
     root = Path(args.root).resolve()
+    package = root / "kvsched_lab"
+    # The runtime catalogue is managed where root is a source checkout (not for a bare notebooks tree).
+    has_catalogue = (package / "i18n").is_dir()
     sources = nbi18n.english_notebooks(root)
     if not sources:
         raise FileNotFoundError(f"no English notebooks under {root / 'notebooks'}")
@@ -68,8 +71,9 @@ def _cmd_i18n(args: argparse.Namespace) -> int:
         for nb in sources:
             counts = nbi18n.update_po(nb, nbi18n.po_path_for(root, nb), memory)
             print(f"{nbi18n.po_path_for(root, nb).relative_to(root)}: " + ", ".join(f"{k} {v}" for k, v in counts.items()))
-        new, obsolete = update_catalogue()
-        print(f"kvsched_lab/i18n/zh_CN.po: new {new}, obsolete {obsolete}")
+        if has_catalogue:
+            new, obsolete = update_catalogue(package_dir=package)
+            print(f"kvsched_lab/i18n/zh_CN.po: new {new}, obsolete {obsolete}")
         return 0
     stale = []
     for nb in sources:
@@ -78,11 +82,13 @@ def _cmd_i18n(args: argparse.Namespace) -> int:
         else:
             report = nbi18n.check_notebook(nb, nbi18n.po_path_for(root, nb))
         stale += [f"{nb.name} {s}" for s in report.stale]
-    stale += [f"zh_CN.po: {m}" for m in nbi18n.untranslated_messages()]
+    if has_catalogue:
+        stale += [f"zh_CN.po: {m}" for m in nbi18n.untranslated_messages(package)]
     if args.action == "build":
         print(f"wrote {len(sources)} notebooks to {root / 'notebooks' / 'zh'}")
+    shown = " (built in English)" if args.action == "build" else ""
     for line in stale:
-        print(f"stale (shown in English): {line}", file=sys.stderr)
+        print(f"stale{shown}: {line}", file=sys.stderr)
     if stale:
         print(f"{len(stale)} translations missing or fuzzy: edit the i18n/zh_CN/*.po entries listed above "
               "(remove the 'fuzzy' flag once retranslated), then run `kvsched i18n build`.", file=sys.stderr)

@@ -154,3 +154,35 @@ def test_language_is_one_environment_variable(monkeypatch):
     monkeypatch.setenv(LANG_ENV, "klingon")
     with pytest.raises(ValueError, match="KVSCHED_LANG='klingon'"):
         get_language()
+
+
+def test_a_rewritten_shared_cell_is_translated_once(repo):
+    """The setup cell opens every notebook: after it changes, translating it in one PO is enough."""
+    other = read_notebook(repo / "notebooks" / "09_demo.ipynb")
+    for cell in other["cells"]:
+        cell["id"] = cell["id"].replace("t-", "u-")
+    write_notebook(other, repo / "notebooks" / "10_other.ipynb")
+    assert main(["i18n", "update", "--root", str(repo)]) == 0
+    for name in ("09_demo", "10_other"):
+        po = polib.pofile(str(repo / "i18n" / "zh_CN" / f"{name}.po"))
+        for e in po:
+            e.msgstr = ZH.get(e.msgctxt.replace("u-", "t-"), e.msgstr)
+        po.save()
+    # The shared setup cell is rewritten in every English notebook.
+    new_setup = SETUP.replace('print("loaded")', 'print("kvsched_lab is ready")')
+    for name in ("09_demo", "10_other"):
+        nb = read_notebook(repo / "notebooks" / f"{name}.ipynb")
+        nb["cells"][1]["source"] = new_setup
+        write_notebook(nb, repo / "notebooks" / f"{name}.ipynb")
+    assert main(["i18n", "update", "--root", str(repo)]) == 0
+    assert main(["i18n", "status", "--root", str(repo)]) == 1  # both setup cells are fuzzy now
+    po = polib.pofile(str(repo / "i18n" / "zh_CN" / "09_demo.po"))
+    entry = {e.msgctxt: e for e in po}["t-01"]
+    entry.msgstr = ZH["t-01"].replace('print("已加载")', 'print("kvsched_lab 已就绪")')
+    entry.flags.remove("fuzzy")
+    po.save()
+    assert main(["i18n", "update", "--root", str(repo)]) == 0  # the other notebook takes it from memory
+    assert main(["i18n", "status", "--root", str(repo)]) == 0
+    assert main(["i18n", "build", "--strict", "--root", str(repo)]) == 0
+    built = read_notebook(repo / "notebooks" / "zh" / "10_other.ipynb")
+    assert "".join(built["cells"][1]["source"]).endswith('print("kvsched_lab 已就绪")  # 准备单元\n' + SETUP_LINE)

@@ -34,18 +34,18 @@ def extract(package_dir: Path = PACKAGE_DIR) -> Dict[str, List[str]]:
     return found
 
 
-def catalogue_path(lang: str = "zh") -> Path:
-    return CATALOGUE_DIR / CATALOGUE_FILES[lang]
+def catalogue_path(lang: str = "zh", package_dir: Path = PACKAGE_DIR) -> Path:
+    return package_dir / "i18n" / CATALOGUE_FILES[lang]
 
 
-def update_catalogue(lang: str = "zh") -> Tuple[int, int]:
-    """Merge the extracted msgids into the catalogue; returns (new, obsoleted)."""
+def update_catalogue(lang: str = "zh", package_dir: Path = PACKAGE_DIR) -> Tuple[int, int]:
+    """Merge the msgids extracted from `package_dir` into its catalogue; returns (new, obsoleted)."""
     from kvsched_lab.i18n.notebooks import _polib, load_po, new_po
 
     polib = _polib()
-    path = catalogue_path(lang)
+    path = catalogue_path(lang, package_dir)
     po = load_po(path, "runtime messages")
-    msgids = extract()
+    msgids = extract(package_dir)
     by_id = {e.msgid: e for e in po if e.msgid}
     entries, new = [], 0
     for msgid, where in msgids.items():

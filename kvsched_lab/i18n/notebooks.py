@@ -212,13 +212,14 @@ def check_notebook(notebook: Path, po_path: Path) -> BuildReport:
         return build_notebook(notebook, po_path, Path(tmp) / notebook.name)
 
 
-def untranslated_messages() -> List[str]:
+def untranslated_messages(package_dir: Optional[Path] = None) -> List[str]:
     """Runtime msgids with no (or a fuzzy) Chinese translation, and catalogue entries no longer used."""
-    from kvsched_lab.i18n.catalogue import catalogue_path, extract
+    from kvsched_lab.i18n.catalogue import PACKAGE_DIR, catalogue_path, extract
 
-    po = load_po(catalogue_path(), "runtime messages")
+    package_dir = package_dir or PACKAGE_DIR
+    po = load_po(catalogue_path("zh", package_dir), "runtime messages")
     done = {e.msgid for e in po if not e.obsolete and e.msgstr and FUZZY not in e.flags}
-    used = extract()
+    used = extract(package_dir)
     return ([f"untranslated: {m!r}"[:160] for m in used if m not in done]
             + [f"unused: {e.msgid!r}"[:160] for e in po if e.msgid and not e.obsolete and e.msgid not in used])
 

@@ -90,3 +90,33 @@ def test_a_chinese_title_is_drawn_with_the_cjk_font(monkeypatch):
     title = fig.axes[0].title
     assert title.get_text() == "缓存占用，标出驱逐"
     assert title.get_fontproperties().get_family()[0] == cjk_font()  # kept after the plot function returned
+
+
+def test_widgets_leaderboard_and_doctor_speak_the_learners_language(monkeypatch):
+    from kvsched_lab import leaderboard as lb
+    from kvsched_lab.doctor import diagnose, report
+
+    segments = widgets.explorer_trace(150, seed=0)
+    reqs = lb.trace_requests([[k] for k in "abcabcabc"])
+    seen = {}
+    for lang in ("en", "zh"):
+        monkeypatch.setenv(LANG_ENV, lang)
+        box = widgets.score_explorer(segments)
+        viewer = widgets.heap_viewer()
+        board = lb.leaderboard(["lru", "belady"], {"hand": reqs}, [2], progress=False)
+        seen[lang] = {
+            "sliders": [c.description for row in box.children[:2] for c in row.children],
+            "buttons": [viewer.children[0].children[0].description, viewer.children[0].children[2].description],
+            "heap view": viewer.children[1].value,
+            "explorer text": widgets.describe_state(widgets.explorer_state(segments=segments)),
+            "board": board.to_text() + board._repr_html_(),
+            "doctor": report(diagnose()),
+        }
+        plt.close("all")
+    en, zh = seen["en"], seen["zh"]
+    assert en["sliders"][0] == "reuse weight" and zh["sliders"][0] == "复用权重"
+    assert zh["buttons"] == ["◀ 上一步", "下一步 ▶"]
+    assert "stale" in en["heap view"] and "过期" in zh["heap view"] and "stale" not in zh["heap view"]
+    assert "prefix-hit rate" in en["explorer text"] and "前缀命中率" in zh["explorer text"]
+    assert "gap closed" in en["board"] and "差距弥合" in zh["board"] and "gap closed" not in zh["board"]
+    assert ("all set" in en["doctor"]) == ("一切就绪" in zh["doctor"])

@@ -70,7 +70,8 @@ def _cmd_i18n(args: argparse.Namespace) -> int:
         memory = nbi18n.translation_memory([nbi18n.po_path_for(root, nb) for nb in sources])
         for nb in sources:
             counts = nbi18n.update_po(nb, nbi18n.po_path_for(root, nb), memory)
-            print(f"{nbi18n.po_path_for(root, nb).relative_to(root)}: " + ", ".join(f"{k} {v}" for k, v in counts.items()))
+            summary = ", ".join(f"{k} {v}" for k, v in counts.items())
+            print(f"{nbi18n.po_path_for(root, nb).relative_to(root)}: {summary}")
         if has_catalogue:
             new, obsolete = update_catalogue(package_dir=package)
             print(f"kvsched_lab/i18n/zh_CN.po: new {new}, obsolete {obsolete}")

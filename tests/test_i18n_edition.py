@@ -16,7 +16,6 @@ import re
 import shutil
 import string
 import tokenize
-import warnings
 from pathlib import Path
 
 import polib
@@ -48,7 +47,8 @@ def stale_entries(root: Path) -> list:
 
 
 def test_every_notebook_cell_has_a_current_translation():
-    assert stale_entries(ROOT) == [], "run `kvsched i18n update`, translate the listed entries, then `kvsched i18n build`"
+    assert stale_entries(ROOT) == [], \
+        "run `kvsched i18n update`, translate the listed entries, then `kvsched i18n build`"
 
 
 def test_editing_an_english_cell_makes_its_translation_stale(tmp_path):
@@ -138,7 +138,8 @@ def prose(cell: dict) -> str:
         src = re.sub(r"```.*?```", " ", src, flags=re.S)
         src = re.sub(r"`[^`]*`|\$\$.*?\$\$|\$[^$]*\$|https?://\S+", " ", src, flags=re.S)
         return src
-    return "\n".join(t.string for t in tokenize.generate_tokens(io.StringIO(src).readline) if t.type == tokenize.COMMENT)
+    tokens = tokenize.generate_tokens(io.StringIO(src).readline)
+    return "\n".join(t.string for t in tokens if t.type == tokenize.COMMENT)
 
 
 def _term(english: str) -> re.Pattern:
@@ -147,9 +148,10 @@ def _term(english: str) -> re.Pattern:
 
 def test_glossary_has_the_chapters_terms():
     chinese = {zh for _, zh in glossary()}
-    for term in ("KV Cache 调度", "前缀缓存", "缓存条目", "命中复用", "驱逐", "容量驱逐", "保留优先级", "复用次数",
-                 "最近访问时间", "堆队列", "刷新队列", "懒删除", "过期堆项", "状态导出", "热路径", "显存", "解码调度",
-                 "降级路径"):
+    chapter = ("KV Cache 调度", "前缀缓存", "缓存条目", "命中复用", "驱逐", "容量驱逐", "保留优先级", "复用次数",
+               "最近访问时间", "堆队列", "刷新队列", "懒删除", "过期堆项", "状态导出", "热路径", "显存",
+               "解码调度", "降级路径")
+    for term in chapter:
         assert term in chinese, term
     english = [en.lower() for en, _ in glossary()]
     assert len(english) == len(set(english)), "one Chinese term per English term"

@@ -5,7 +5,6 @@ notebooks/zh, PO files and catalogue.
 """
 from __future__ import annotations
 
-import json
 import os
 
 import polib
@@ -55,7 +54,8 @@ def _translate(repo, texts):
     po.save()
 
 
-ZH = {"t-00": "# 标题\n\n一段说明。", "t-01": 'import kvsched_lab.course as lab\nprint("已加载")  # 准备单元\n',
+ZH = {"t-00": "# 标题\n\n一段说明。",
+      "t-01": 'import kvsched_lab.course as lab\nprint("已加载")  # 准备单元\n',
       "t-02": "x = 1  # 一\nprint(f\"x 是 {x}\")"}
 
 
@@ -185,4 +185,5 @@ def test_a_rewritten_shared_cell_is_translated_once(repo):
     assert main(["i18n", "status", "--root", str(repo)]) == 0
     assert main(["i18n", "build", "--strict", "--root", str(repo)]) == 0
     built = read_notebook(repo / "notebooks" / "zh" / "10_other.ipynb")
-    assert "".join(built["cells"][1]["source"]).endswith('print("kvsched_lab 已就绪")  # 准备单元\n' + SETUP_LINE)
+    setup = "".join(built["cells"][1]["source"])
+    assert setup.endswith('print("kvsched_lab 已就绪")  # 准备单元\n' + SETUP_LINE)

@@ -22,8 +22,10 @@ CJK = re.compile(r"[\u4e00-\u9fff]")
 
 def _figures():
     """Each course plot, built now (in the current language)."""
-    hist = plots.record_priorities(KVCacheSchedulerSim(128), CHAPTER, ["a", "b"],
-                                   rescore=lambda e, now, cap: widgets.weighted_score(e.hits, e.bytes, now - e.last_used, cap))
+    def rescore(e, now, cap):
+        return widgets.weighted_score(e.hits, e.bytes, now - e.last_used, cap)
+
+    hist = plots.record_priorities(KVCacheSchedulerSim(128), CHAPTER, ["a", "b"], rescore=rescore)
     ids = [r.hash_ids for r in synthetic_trace(200, seed=1)]
     rows = [{"trace": "t", "policy": p, "capacity": c, "hit_rate": r}
             for p, base in (("lru", 0.1), ("belady", 0.3)) for c, r in ((10, base), (100, 2 * base))]

@@ -240,7 +240,8 @@ def grade_score(fn: Callable) -> int:
         if not _close(got, want):
             raise _Wrong(_("_score(hits={hits}, size={size}, last_used={last_used}) with time={time}, "
                            "capacity_bytes={capacity} should be {want!r} (within {TOL}), got {got!r}",
-                           hits=hits, size=size, last_used=last_used, time=time, capacity=capacity, want=want, TOL=TOL, got=got))
+                           hits=hits, size=size, last_used=last_used, time=time, capacity=capacity, want=want,
+                           TOL=TOL, got=got))
         cases += 1
     rng = random.Random(41)
     for _case in range(30):
@@ -783,8 +784,9 @@ def grade(name: str, fn: Any) -> Result:
     if name not in GRADERS:
         raise ValueError(f"unknown TODO {name!r}; the five are {', '.join(TODO_NAMES)}")
     if not callable(fn):
-        return Result(name, "failed", 0, _("pass the function itself, e.g. lab.check({name!r}, {method}), not {fn_type}",
-                                           name=name, method=TODO_METHODS[name], fn_type=type(fn).__name__))
+        return Result(name, "failed", 0,
+                      _("pass the function itself, e.g. lab.check({name!r}, {method}), not {fn_type}",
+                        name=name, method=TODO_METHODS[name], fn_type=type(fn).__name__))
     try:
         cases = GRADERS[name](fn)
     except _NotDone:

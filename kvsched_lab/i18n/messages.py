@@ -2,7 +2,8 @@
 
 Write a learner-facing message as ``_("{name}: passed ({cases} cases)", name=name, cases=n)``: the
 first argument is a literal English template (the msgid, with named ``str.format`` fields), the
-keywords fill it (write a literal brace as ``{{``). In Chinese the template comes from ``kvsched_lab/i18n/zh_CN.po`` (package
+keywords fill it (write a literal brace as ``{{``). In Chinese the template comes from
+``kvsched_lab/i18n/zh_CN.po`` (package
 data); a message missing there falls back to English, and `tests/test_i18n_messages.py` fails.
 ``N_("...")`` marks a literal for extraction where the message is chosen first and translated
 later (``_(label)`` with that value). `kvsched i18n update` adds new msgids to the catalogue.

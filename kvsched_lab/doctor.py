@@ -6,6 +6,8 @@ import platform
 import sys
 from typing import List, Tuple
 
+from kvsched_lab.i18n import N_, _
+
 Row = Tuple[str, bool, str]  # (component, ok, detail or advice)
 
 
@@ -21,32 +23,32 @@ def diagnose() -> List[Row]:
     rows: List[Row] = []
     py_ok = sys.version_info >= (3, 10)
     rows.append(("python", py_ok, platform.python_version() if py_ok else
-                 f"{platform.python_version()}: the course needs Python 3.10 or newer"))
+                 _("{version}: the course needs Python 3.10 or newer", version=platform.python_version())))
     torch_version = _version("torch")
     if torch_version is None:
-        rows.append(("torch", False, "not importable: run `make setup`, or `pip install torch` "
-                                      "(on Colab/ModelScope it is preinstalled; never reinstall it)"))
+        rows.append(("torch", False, _("not importable: run `make setup`, or `pip install torch` (on "
+                                       "Colab/ModelScope it is preinstalled; never reinstall it)")))
     else:
         import torch
 
         rows.append(("torch", True, torch_version))
         if torch.cuda.is_available():
             props = torch.cuda.get_device_properties(0)
-            rows.append(("gpu", True, f"{props.name}, {props.total_memory / 2**30:.1f} GiB; "
-                                      "KV blocks live on the GPU in fp16"))
+            rows.append(("gpu", True, _("{name}, {gib:.1f} GiB; KV blocks live on the GPU in fp16",
+                                        name=props.name, gib=props.total_memory / 2**30)))
         else:
-            rows.append(("gpu", True, "none: KV blocks live on the CPU in fp32 (every lesson runs; "
-                                      "timings differ). On Colab: Runtime > Change runtime type > GPU"))
+            rows.append(("gpu", True, _("none: KV blocks live on the CPU in fp32 (every lesson runs; timings "
+                                        "differ). On Colab: Runtime > Change runtime type > GPU")))
     for name, module, advice in [
-        ("jupyterlab", "jupyterlab", "`make lab` installs it; Colab/ModelScope bring their own"),
-        ("ipywidgets", "ipywidgets", "sliders fall back to plain function calls without it: pip install ipywidgets"),
-        ("matplotlib", "matplotlib", "plots need it: pip install matplotlib"),
+        ("jupyterlab", "jupyterlab", N_("`make lab` installs it; Colab/ModelScope bring their own")),
+        ("ipywidgets", "ipywidgets", N_("sliders fall back to plain function calls without it: pip install ipywidgets")),
+        ("matplotlib", "matplotlib", N_("plots need it: pip install matplotlib")),
     ]:
         v = _version(module)
-        rows.append((name, v is not None, v if v is not None else f"missing: {advice}"))
+        rows.append((name, v is not None, v if v is not None else _("missing: {advice}", advice=_(advice))))
     rows.append(("reference solutions", _version("solutions") is not None,
-                 "present (instructor copy)" if _version("solutions") is not None
-                 else "withheld (student release): lab.reveal() will say so"))
+                 _("present (instructor copy)") if _version("solutions") is not None
+                 else _("withheld (student release): lab.reveal() will say so")))
     return rows
 
 
@@ -55,6 +57,6 @@ def report(rows: List[Row]) -> str:
     lines = [f"{'ok ' if ok else 'NO '} {name:<{width}}  {detail}" for name, ok, detail in rows]
     # The reference's absence is normal for students, so it does not count as a problem.
     problems = [name for name, ok, _ in rows if not ok and name != "reference solutions"]
-    lines.append("all set: run the notebooks in order" if not problems
-                 else f"fix first: {', '.join(problems)}")
+    lines.append(_("all set: run the notebooks in order") if not problems
+                 else _("fix first: {problems}", problems=", ".join(problems)))
     return "\n".join(lines)

@@ -30,6 +30,7 @@ import sys
 from dataclasses import dataclass, field
 from typing import Any, Dict, Hashable, List, Mapping, Optional, Sequence, Tuple, Union
 
+from kvsched_lab.i18n import _
 from kvsched_lab.replay import replay
 from kvsched_lab.traces import Request, load_trace, resolve_trace, sort_by_arrival, synthetic_trace
 
@@ -100,7 +101,7 @@ def sweep(policies: Union[Mapping[str, PolicySpec], Sequence[PolicySpec], None],
     if progress:
         from tqdm.auto import tqdm
 
-        bar = tqdm(total=len(jobs), desc="replays", unit="run", file=sys.stderr, leave=False)
+        bar = tqdm(total=len(jobs), desc=_("replays"), unit="run", file=sys.stderr, leave=False)
     rows = []
     for t, label, cap in jobs:
         if bar is not None:
@@ -148,7 +149,7 @@ class Leaderboard:
         raise KeyError(policy)
 
     def to_text(self) -> str:
-        head = ["#", "policy"] + self.cells + ["gap closed"]
+        head = ["#", _("policy")] + self.cells + [_("gap closed")]
         body = []
         for r in self.rows:
             body.append([str(r["rank"]), r["policy"]] + [f"{100 * r['rates'][c]:.1f}%" for c in self.cells]
@@ -156,14 +157,15 @@ class Leaderboard:
         widths = [max(len(x) for x in col) for col in zip(head, *body)]
         lines = ["  ".join(x.rjust(w) if i != 1 else x.ljust(w) for i, (x, w) in enumerate(zip(line, widths)))
                  for line in [head] + body]
-        note = (f"hit rates are prefix-hit rates ({self.bound}: block-hit rate, the offline bound); "
-                f"gap closed = (rate - {self.baseline}) / ({self.bound} - {self.baseline}), mean over cells")
+        note = _("hit rates are prefix-hit rates ({bound}: block-hit rate, the offline bound); gap closed = "
+                 "(rate - {baseline}) / ({bound} - {baseline}), mean over cells", bound=self.bound,
+                 baseline=self.baseline)
         return "\n".join(lines + [note])
 
     __str__ = __repr__ = to_text
 
     def _repr_html_(self) -> str:
-        head = "".join(f"<th>{h}</th>" for h in ["#", "policy"] + self.cells + ["gap closed"])
+        head = "".join(f"<th>{h}</th>" for h in ["#", _("policy")] + self.cells + [_("gap closed")])
         body = []
         for r in self.rows:
             strong = r["policy"] in (self.baseline, self.bound)
@@ -172,9 +174,10 @@ class Leaderboard:
             body.append(f"<tr><td>{r['rank']}</td><td style='text-align:left'>{name}</td>{cells}"
                         f"<td><b>{_pct(r['mean_gap_closed'])}</b></td></tr>")
         return (f"<table><thead><tr>{head}</tr></thead><tbody>{''.join(body)}</tbody></table>"
-                f"<p><small>Cells: prefix-hit rate per trace@capacity (blocks); {self.bound}: its block-hit "
-                f"rate, the offline bound. Gap closed = (rate &minus; {self.baseline}) / ({self.bound} &minus; "
-                f"{self.baseline}), averaged over the cells: 0% is {self.baseline}, 100% the bound.</small></p>")
+                + _("<p><small>Cells: prefix-hit rate per trace@capacity (blocks); {bound}: its block-hit rate, "
+                    "the offline bound. Gap closed = (rate &minus; {baseline}) / ({bound} &minus; {baseline}), "
+                    "averaged over the cells: 0% is {baseline}, 100% the bound.</small></p>",
+                    bound=self.bound, baseline=self.baseline))
 
 
 def _pct(x: float) -> str:

@@ -5,9 +5,13 @@ figure a title and a fixed size, so a figure reads the same printed in grey or s
 colour-blind learner. Each ``plot_*`` function draws on a new figure (or on ``ax`` if given) and
 returns the `Figure`; the ``record_*`` functions compute what they plot, so a notebook can
 print the numbers behind a figure and the tests can check them without drawing.
+
+Titles and labels follow the learner's language (``KVSCHED_LANG``) where a CJK font is installed
+for Chinese, and stay English otherwise (`kvsched_lab.i18n.fonts`): never boxes for glyphs.
 """
 from __future__ import annotations
 
+import functools
 from typing import Any, Callable, Dict, Hashable, Iterable, List, Mapping, Optional, Sequence, Tuple, Union
 
 import matplotlib.pyplot as plt
@@ -16,6 +20,8 @@ from matplotlib.figure import Figure
 from matplotlib.ticker import ScalarFormatter, SymmetricalLogLocator
 
 from kvsched_lab.events import EVICT, iter_events
+from kvsched_lab.i18n.fonts import font_rc, plot_language
+from kvsched_lab.i18n.messages import translate
 
 # (marker, linestyle) per series, in order; colours come from the default cycle on top.
 STYLES: Tuple[Tuple[str, Any], ...] = (
@@ -24,6 +30,20 @@ STYLES: Tuple[Tuple[str, Any], ...] = (
 )
 BOUND_STYLE = dict(color="black", linestyle=(0, (6, 3)), linewidth=2.5, marker=None)
 FIGSIZE = (7.0, 4.2)
+
+
+def _(template: str, **fields: Any) -> str:
+    """A figure's text in the language it is drawn in (see `plot_language`)."""
+    return translate(plot_language(), template, **fields)
+
+
+def _localized(plot: Callable[..., Figure]) -> Callable[..., Figure]:
+    """Draw `plot` with the font its language needs (text keeps the font it was created with)."""
+    @functools.wraps(plot)
+    def wrapper(*args: Any, **kwargs: Any) -> Figure:
+        with plt.rc_context(font_rc(plot_language())):
+            return plot(*args, **kwargs)
+    return wrapper
 
 
 def _finish(ax: Axes, xlabel: str, ylabel: str, title: str, legend_loc: str) -> None:
@@ -81,8 +101,9 @@ def record_priorities(scheduler: Any, touches: Sequence[Tuple[Hashable, int]], p
     return {"time": times, "stored": stored, "rescored": rescored, "evicted": evicted}
 
 
+@_localized
 def plot_priority_over_time(history: Mapping[str, Any], ax: Optional[Axes] = None,
-                            title: str = "Stored priority of each prefix, touch by touch") -> Figure:
+                            title: Optional[str] = None) -> Figure:
     """Stored priorities as steps (solid, markers), re-evaluated scores dashed, evictions as 'x'."""
     fig, ax = _axes(ax)
     t = history["time"]
@@ -90,18 +111,19 @@ def plot_priority_over_time(history: Mapping[str, Any], ax: Optional[Axes] = Non
     for i, (prefix, values) in enumerate(history["stored"].items()):
         st = style(i)
         line, = ax.step(t, [float("nan") if v is None else v for v in values], where="post",
-                        marker=st["marker"], linestyle="-", label=f"{prefix}: stored priority")
+                        marker=st["marker"], linestyle="-", label=_("{prefix}: stored priority", prefix=prefix))
         if history.get("rescored"):
             ax.plot(t, [float("nan") if v is None else v for v in history["rescored"][prefix]],
                     linestyle=":", marker=st["marker"], markerfacecolor="none", color=line.get_color(),
-                    label=f"{prefix}: score if re-evaluated now")
+                    label=_("{prefix}: score if re-evaluated now", prefix=prefix))
         colours[prefix] = line.get_color()
     floor = ax.get_ylim()[0]
     for i, (prefix, times) in enumerate(history.get("evicted", {}).items()):
         if times:
             ax.plot(times, [floor] * len(times), marker="x", markersize=10, color=colours[prefix],
-                    linestyle="none", clip_on=False, label=f"{prefix}: evicted")
-    _finish(ax, "scheduler time (touches)", "priority (higher = kept longer)", title, legend_loc="best")
+                    linestyle="none", clip_on=False, label=_("{prefix}: evicted", prefix=prefix))
+    _finish(ax, _("scheduler time (touches)"), _("priority (higher = kept longer)"),
+            title or _("Stored priority of each prefix, touch by touch"), legend_loc="best")
     return fig
 
 
@@ -141,22 +163,24 @@ def record_heap_growth(id_lists: Sequence[Sequence[Hashable]], capacity_blocks: 
     return out
 
 
+@_localized
 def plot_heap_growth(growth: Mapping[str, Mapping[str, Sequence[int]]], ax: Optional[Axes] = None,
-                     title: str = "Heap records vs live entries") -> Figure:
+                     title: Optional[str] = None) -> Figure:
     """One line per policy for its heap records, and the live entries (the same for all) in black."""
     fig, ax = _axes(ax)
+    title = title or _("Heap records vs live entries")
     if not growth:  # every policy was skipped (e.g. withheld in the student release)
-        ax.text(0.5, 0.5, "nothing to plot", ha="center", va="center", transform=ax.transAxes)
+        ax.text(0.5, 0.5, _("nothing to plot"), ha="center", va="center", transform=ax.transAxes)
         ax.set_title(title)
         return fig
     every = None
     for i, (name, rec) in enumerate(growth.items()):
         every = max(1, len(rec["touches"]) // 12)
-        ax.plot(rec["touches"], rec["records"], markevery=every, label=f"{name}: heap records", **style(i))
+        ax.plot(rec["touches"], rec["records"], markevery=every, label=_("{name}: heap records", name=name), **style(i))
     first = next(iter(growth.values()))
     ax.plot(first["touches"], first["live"], color="black", linewidth=2, linestyle="-", marker="|",
-            markevery=every or 1, label="live entries (cached blocks)")
-    _finish(ax, "touches so far", "count", title, legend_loc="upper left")
+            markevery=every or 1, label=_("live entries (cached blocks)"))
+    _finish(ax, _("touches so far"), _("count"), title, legend_loc="upper left")
     return fig
 
 
@@ -181,30 +205,33 @@ def record_occupancy(scheduler: Any, touches: Sequence[Tuple[Hashable, int]]) ->
     return {"time": times, "used": used, "capacity": scheduler.capacity_bytes, "evictions": evictions, "hits": hits}
 
 
+@_localized
 def plot_occupancy(timeline: Mapping[str, Any], ax: Optional[Axes] = None, label_evictions: bool = True,
-                   title: str = "Cache occupancy, with evictions marked") -> Figure:
+                   title: Optional[str] = None) -> Figure:
     """Bytes in use as a step line, the capacity dashed, each eviction a downward triangle."""
     fig, ax = _axes(ax)
     ax.step(timeline["time"], timeline["used"], where="post", color="tab:blue", linestyle="-", marker="o",
-            markersize=3, label="bytes in use")
-    ax.axhline(timeline["capacity"], color="black", linestyle="--", linewidth=1.5, label="capacity")
+            markersize=3, label=_("bytes in use"))
+    ax.axhline(timeline["capacity"], color="black", linestyle="--", linewidth=1.5, label=_("capacity"))
     ev = timeline["evictions"]
     if ev:
         ax.plot([t for t, _, _ in ev], [u for _, _, u in ev], linestyle="none", marker="v", markersize=9,
-                color="tab:red", label=f"eviction ({len(ev)})")
+                color="tab:red", label=_("eviction ({count})", count=len(ev)))
         if label_evictions and len(ev) <= 30:
             for t, key, u in ev:
                 ax.annotate(str(key), (t, u), textcoords="offset points", xytext=(4, 6), fontsize=8)
     if timeline.get("hits"):
         top = timeline["capacity"]
         ax.plot(timeline["hits"], [top * 1.04] * len(timeline["hits"]), linestyle="none", marker="|",
-                markersize=10, color="tab:green", label=f"hit ({len(timeline['hits'])})")
+                markersize=10, color="tab:green", label=_("hit ({count})", count=len(timeline["hits"])))
     ax.set_ylim(0, timeline["capacity"] * 1.12)
-    _finish(ax, "scheduler time (touches)", "bytes cached", title, legend_loc="lower right")
+    _finish(ax, _("scheduler time (touches)"), _("bytes cached"), title or _("Cache occupancy, with evictions marked"),
+            legend_loc="lower right")
     return fig
 
 
 # -- hit rate against capacity ---------------------------------------------------------------------
+@_localized
 def plot_hit_rate_vs_capacity(results: Iterable[Mapping[str, Any]], bound: str = "belady",
                               trace: Optional[str] = None, ax: Optional[Axes] = None,
                               title: Optional[str] = None) -> Figure:
@@ -224,9 +251,9 @@ def plot_hit_rate_vs_capacity(results: Iterable[Mapping[str, Any]], bound: str =
         points.sort()
         xs, ys = [p[0] for p in points], [100 * p[1] for p in points]
         if name == bound:
-            ax.plot(xs, ys, label=f"{name}: optimal bound (offline)", **BOUND_STYLE)
+            ax.plot(xs, ys, label=_("{name}: optimal bound (offline)", name=name), **BOUND_STYLE)
             ax.fill_between(xs, ys, [100] * len(ys), color="0.85", hatch="//", edgecolor="0.6", linewidth=0,
-                            label="unreachable")
+                            label=_("unreachable"))
         else:
             ax.plot(xs, ys, label=name, **style(i))
             i += 1
@@ -234,9 +261,10 @@ def plot_hit_rate_vs_capacity(results: Iterable[Mapping[str, Any]], bound: str =
         top = max(100 * v for pts in series.values() for _, v in pts)
         ax.set_ylim(0, min(100, top * 1.15 + 1))
     ax.set_xscale("log")
-    ax.set_xlabel("cache capacity (blocks, log scale)")
-    ax.set_ylabel("prefix-hit rate (%)")
-    ax.set_title(title or ("Hit rate against capacity" + (f": {trace}" if trace else "")))
+    ax.set_xlabel(_("cache capacity (blocks, log scale)"))
+    ax.set_ylabel(_("prefix-hit rate (%)"))
+    ax.set_title(title or (_("Hit rate against capacity: {trace}", trace=trace) if trace
+                           else _("Hit rate against capacity")))
     ax.grid(alpha=0.3, which="both")
     # Below the axes: inside, it would hide the curves it names.
     ax.legend(fontsize="small", loc="upper center", bbox_to_anchor=(0.5, -0.15), ncol=3, frameon=False)
@@ -244,19 +272,20 @@ def plot_hit_rate_vs_capacity(results: Iterable[Mapping[str, Any]], bound: str =
 
 
 # -- the score-weights explorer --------------------------------------------------------------------
+@_localized
 def plot_explorer_state(state: Mapping[str, Any], figsize: Tuple[float, float] = (9.0, 3.6)) -> Figure:
     """Left: hit rate of the weighted score against the baseline. Right: every evicted entry,
     placed by how long it had been unused and how often it was hit, sized by its blocks."""
     fig, (left, right) = plt.subplots(1, 2, figsize=figsize, layout="constrained",
                                       gridspec_kw={"width_ratios": [1, 2.2]})
-    names = ["weighted score", state["baseline"]]
+    names = [_("weighted score"), state["baseline"]]
     values = [100 * state["hit_rate"], 100 * state["baseline_hit_rate"]]
     bars = left.bar(names, values, color=["tab:blue", "0.7"], hatch=["", "//"], edgecolor="black")
     for bar, v in zip(bars, values):
         left.annotate(f"{v:.1f}%", (bar.get_x() + bar.get_width() / 2, v), ha="center", va="bottom")
     left.set_ylim(0, max(values + [1]) * 1.25)
-    left.set_ylabel("prefix-hit rate (%)")
-    left.set_title("hit rate")
+    left.set_ylabel(_("prefix-hit rate (%)"))
+    left.set_title(_("hit rate"))
     ev = state["evicted"]
     if ev:
         right.scatter([e["age"] for e in ev], [e["hits"] for e in ev], s=[8 + 6 * e["blocks"] for e in ev],
@@ -267,8 +296,8 @@ def plot_explorer_state(state: Mapping[str, Any], figsize: Tuple[float, float] =
     right.xaxis.set_major_locator(SymmetricalLogLocator(base=10, linthresh=10, subs=[1.0, 3.0]))
     right.xaxis.set_major_formatter(ScalarFormatter())  # 10, 30, 100, 300, ... not 10^k alone
     right.set_xlim(left=-1)  # ages are never negative
-    right.set_xlabel("touches since last use, at eviction")
-    right.set_ylabel("hits at eviction")
-    right.set_title(f"{len(ev)} evicted entries (circle area ~ blocks)")
+    right.set_xlabel(_("touches since last use, at eviction"))
+    right.set_ylabel(_("hits at eviction"))
+    right.set_title(_("{count} evicted entries (circle area ~ blocks)", count=len(ev)))
     right.grid(alpha=0.3)
     return fig

@@ -17,6 +17,7 @@ import torch
 
 from kvsched_lab.device import DeviceLike
 from kvsched_lab.engine import PrefixCacheEngine, block_id_tokens, chain_block_keys
+from kvsched_lab.i18n import _
 from kvsched_lab.model import TinyDecoder, TinyDecoderConfig
 
 
@@ -74,7 +75,7 @@ def real_kv_replay(
     if progress:
         from tqdm.auto import tqdm
 
-        bar = tqdm(total=len(reqs), desc="real-KV replay", unit="req", file=sys.stderr, leave=False)
+        bar = tqdm(total=len(reqs), desc=_("real-KV replay"), unit="req", file=sys.stderr, leave=False)
     for i, (req, tokens) in enumerate(zip(reqs, token_lists)):
         if bar is not None:
             bar.update(1)

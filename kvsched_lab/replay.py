@@ -17,6 +17,7 @@ import time
 from dataclasses import asdict, dataclass
 from typing import Any, Callable, Hashable, Optional, Sequence, Union
 
+from kvsched_lab.i18n import _
 from kvsched_lab.policies.base import Policy, gc_paused, generic_replay_requests
 from kvsched_lab.traces import Request, sort_by_arrival
 
@@ -118,4 +119,4 @@ def _progress_bar(total: int, name: str, enabled: bool):
         return None
     from tqdm.auto import tqdm
 
-    return tqdm(total=total, desc=f"replay {name}", unit="req", file=sys.stderr, leave=False)
+    return tqdm(total=total, desc=_("replay {name}", name=name), unit="req", file=sys.stderr, leave=False)

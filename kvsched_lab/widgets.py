@@ -18,6 +18,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Dict, Hashable, List, Optional, Sequence, Tuple
 
+from kvsched_lab.i18n import _
 from kvsched_lab.policies.base import Policy
 
 Weights = Tuple[float, float, float]  # (reuse, recency, size)
@@ -158,7 +159,7 @@ def explorer_state(weights: Weights = CHAPTER_WEIGHTS, capacity: int = 400, *, r
         raise ValueError(f"capacity={capacity} blocks cannot hold the largest entry ({largest} blocks)")
     policy = WeightedScorePolicy(capacity, weights=weights, rescore=rescore)
     hits, refs = replay_segments(policy, segments)
-    base_hits, _ = replay_segments(make_policy(baseline, capacity), segments)
+    base_hits, _refs = replay_segments(make_policy(baseline, capacity), segments)
     evicted = [{"key": k, "blocks": n, "hits": h, "age": a} for k, n, h, a in policy.evicted]
 
     def mean(field: str) -> float:
@@ -177,12 +178,14 @@ def explorer_state(weights: Weights = CHAPTER_WEIGHTS, capacity: int = 400, *, r
 def describe_state(state: Dict[str, Any]) -> str:
     """One paragraph of plain text about an `explorer_state` result."""
     w = state["weights"]
-    mode = "re-scored at eviction" if state["rescore"] else "frozen at touch time (the chapter)"
-    return (f"weights reuse={w[0]:g}, recency={w[1]:g}, size={w[2]:g}; score {mode}; "
-            f"capacity {state['capacity']} blocks\n"
-            f"prefix-hit rate {state['hit_rate']:.1%} ({state['baseline']}: {state['baseline_hit_rate']:.1%}); "
-            f"{state['evictions']} evictions; evicted entries average {state['mean_evicted_blocks']:.1f} blocks, "
-            f"{state['mean_evicted_hits']:.2f} hits, unused for {state['mean_evicted_age']:.0f} touches")
+    mode = _("re-scored at eviction") if state["rescore"] else _("frozen at touch time (the chapter)")
+    return _("weights reuse={reuse:g}, recency={recency:g}, size={size:g}; score {mode}; capacity {capacity} "
+             "blocks\nprefix-hit rate {hit_rate:.1%} ({baseline}: {baseline_hit_rate:.1%}); {evictions} "
+             "evictions; evicted entries average {blocks:.1f} blocks, {hits:.2f} hits, unused for {age:.0f} "
+             "touches", reuse=w[0], recency=w[1], size=w[2], mode=mode, capacity=state["capacity"],
+             hit_rate=state["hit_rate"], baseline=state["baseline"], baseline_hit_rate=state["baseline_hit_rate"],
+             evictions=state["evictions"], blocks=state["mean_evicted_blocks"], hits=state["mean_evicted_hits"],
+             age=state["mean_evicted_age"])
 
 
 def grid_bounds(value: float, lowest: float, highest: float, step: float) -> Tuple[float, float]:
@@ -228,14 +231,14 @@ def score_explorer(segments: Optional[Segments] = None, capacity: int = 400):
     largest = max(n for segs in segments for _, n in segs)
     capacity = max(capacity, largest)
     style = {"description_width": "initial"}
-    reuse = w.FloatSlider(value=CHAPTER_WEIGHTS[0], min=0, max=3, step=0.25, description="reuse weight", style=style)
-    recency = w.FloatSlider(value=CHAPTER_WEIGHTS[1], min=0, max=100, step=0.5, description="recency weight",
+    reuse = w.FloatSlider(value=CHAPTER_WEIGHTS[0], min=0, max=3, step=0.25, description=_("reuse weight"), style=style)
+    recency = w.FloatSlider(value=CHAPTER_WEIGHTS[1], min=0, max=100, step=0.5, description=_("recency weight"),
                             style=style)
-    size = w.FloatSlider(value=CHAPTER_WEIGHTS[2], min=0, max=20, step=0.25, description="size weight", style=style)
+    size = w.FloatSlider(value=CHAPTER_WEIGHTS[2], min=0, max=20, step=0.25, description=_("size weight"), style=style)
     cap_min, cap_max = grid_bounds(capacity, largest, max(4 * capacity, 2 * largest), 25)
     cap = w.IntSlider(value=capacity, min=int(cap_min), max=int(cap_max), step=25,
-                      description="capacity (blocks)", style=style)
-    rescore = w.Checkbox(value=False, description="re-score at eviction", indent=False)
+                      description=_("capacity (blocks)"), style=style)
+    rescore = w.Checkbox(value=False, description=_("re-score at eviction"), indent=False)
     text = w.HTML()
     figure = w.Image(format="png", layout=w.Layout(width="100%", max_width="820px"))
     shown: Dict[str, Any] = {}  # the inputs now drawn: a repeated change of the same value draws nothing
@@ -335,26 +338,29 @@ def heap_view_html(steps: Sequence[HeapStep], step: int) -> str:
     s = steps[step]
     rows = heap_view(steps, step)
     stale = sum(r["status"] != LIVE for r in rows)
-    what = "before any touch" if s.touch is None else \
-        f"touch #{s.index}: {s.touch[0]!r} ({s.touch[1]} bytes) &rarr; {html.escape(', '.join(s.events))}"
-    head = (f"<b>{what}</b><br>heap: {len(rows)} records, {len(rows) - stale} live, "
-            f"<b>{stale} stale</b> (marked STALE and struck through); live entries: {len(s.entries)}")
+    what = _("before any touch") if s.touch is None else \
+        _("touch #{index}: {prefix!r} ({size} bytes) &rarr; {events}", index=s.index, prefix=s.touch[0],
+          size=s.touch[1], events=html.escape(", ".join(s.events)))
+    head = _("<b>{what}</b><br>heap: {records} records, {live} live, <b>{stale} stale</b> (marked STALE and struck "
+             "through); live entries: {entries}", what=what, records=len(rows), live=len(rows) - stale,
+             stale=stale, entries=len(s.entries))
     body = []
     for r in rows:
         cells = (f"{r['priority']:.4f}", r["last_used"], html.escape(repr(r["prefix"])))
         if r["status"] == LIVE:
-            body.append("<tr>" + "".join(f"<td>{c}</td>" for c in cells) + "<td>live</td></tr>")
+            body.append("<tr>" + "".join(f"<td>{c}</td>" for c in cells) + "<td>" + _("live") + "</td></tr>")
         else:
             body.append("<tr style='color:#777'>" + "".join(f"<td><s>{c}</s></td>" for c in cells)
-                        + f"<td>STALE ({r['status'].split(': ')[1]})</td></tr>")
-    records = ("<table><tr><th>priority</th><th>last_used</th><th>prefix</th><th>status</th></tr>"
+                        + "<td>" + (_("STALE (re-scored since)") if r["status"] == STALE_RESCORED
+                                    else _("STALE (entry evicted)")) + "</td></tr>")
+    records = ("<table><tr><th>priority</th><th>last_used</th><th>prefix</th><th>" + _("status") + "</th></tr>"
                + "".join(body) + "</table>")
     entries = "".join(f"<tr><td>{html.escape(repr(k))}</td><td>{p:.4f}</td><td>{t}</td><td>{h}</td><td>{b}</td></tr>"
                       for k, p, t, h, b in sorted(s.entries, key=lambda e: (e[1], e[2])))
     entries = ("<table><tr><th>prefix</th><th>priority</th><th>last_used</th><th>hits</th><th>bytes</th></tr>"
                + entries + "</table>")
-    return (f"<div>{head}<div style='display:flex;gap:2em'><div><i>heap records, pop order</i>{records}</div>"
-            f"<div><i>live entries</i>{entries}</div></div></div>")
+    return (f"<div>{head}<div style='display:flex;gap:2em'><div><i>{_('heap records, pop order')}</i>{records}"
+            f"</div><div><i>{_('live entries')}</i>{entries}</div></div></div>")
 
 
 def heap_viewer(touches: Sequence[Tuple[Hashable, int]] = DEFAULT_TOUCHES, capacity_bytes: int = 128,
@@ -369,13 +375,13 @@ def heap_viewer(touches: Sequence[Tuple[Hashable, int]] = DEFAULT_TOUCHES, capac
     from kvsched_lab.policies import POLICIES
 
     if scheduler is None and "seed" not in POLICIES:
-        print("heap viewer skipped: it needs the chapter's scheduler; 'seed' is withheld in the student "
-              "release. Pass yours once notebooks 02-05 pass: heap_viewer(scheduler=lab.my_scheduler()(128)).")
+        print(_("heap viewer skipped: it needs the chapter's scheduler; 'seed' is withheld in the student "
+                "release. Pass yours once notebooks 02-05 pass: heap_viewer(scheduler=lab.my_scheduler()(128))."))
         return None
     steps = record_heap_steps(touches, capacity_bytes, scheduler)
-    prev_b = w.Button(description="◀ prev", layout=w.Layout(width="6em"))
-    next_b = w.Button(description="next ▶", layout=w.Layout(width="6em"))
-    slider = w.IntSlider(value=0, min=0, max=len(steps) - 1, description="step")
+    prev_b = w.Button(description=_("◀ prev"), layout=w.Layout(width="6em"))
+    next_b = w.Button(description=_("next ▶"), layout=w.Layout(width="6em"))
+    slider = w.IntSlider(value=0, min=0, max=len(steps) - 1, description=_("step"))
     view = w.HTML()
 
     def show(_change=None) -> None:

@@ -17,6 +17,8 @@ import pytest
 
 import kvsched_lab.course as lab
 from kvsched_lab.course.hints import HINTS
+from kvsched_lab.i18n import LANG_ENV
+from kvsched_lab.i18n.messages import catalogue
 from kvsched_lab.scheduler import ALL_TODO_METHODS, TODO_METHODS, SchedulerSkeleton
 from kvsched_lab.todos import load_method, reference_sources
 
@@ -41,15 +43,44 @@ def wrong_cases():
             yield pytest.param(name, wrong.source, wrong.why, id=f"{name}-{i}")
 
 
+# --------------------------------------------------------------------------- languages
+
+
+@pytest.fixture(params=["en", "zh"])
+def lang(request, monkeypatch):
+    """Run the test in English and in Chinese (the learner's KVSCHED_LANG)."""
+    monkeypatch.setenv(LANG_ENV, request.param)
+    return request.param
+
+
+def _template_regex(template):
+    """`template` as a regex: its literal text exactly, each field as any text."""
+    import string
+
+    parts = [re.escape(lit) + ("(.*?)" if field is not None else "")
+             for lit, field, _, _ in string.Formatter().parse(template)]
+    return re.compile("".join(parts), re.S)
+
+
+def assert_same_message_in_chinese(english, chinese):
+    """`chinese` is the zh catalogue's translation of the template that produced `english`."""
+    zh = catalogue("zh")
+    outer = [t for t in zh if _template_regex(t).fullmatch(english)]
+    assert outer, f"no catalogue template renders {english!r}"
+    assert any(_template_regex(zh[t]).fullmatch(chinese) for t in outer), (english, chinese)
+    assert re.search(r"[\u4e00-\u9fff]", chinese), chinese
+
+
 # --------------------------------------------------------------------------- grading
 
 
 @pytest.mark.parametrize("name", list(TODO_METHODS))
-def test_reference_passes(name, capsys):
+def test_reference_passes(name, lang, capsys):
     fn = load_method(name, reference_sources()[name])
     lab.check(name, fn, save=False)
     out = capsys.readouterr().out
-    assert re.fullmatch(rf"✅ {name}: passed \(\d+ cases\)\n", out), out
+    want = rf"✅ {name}: passed \(\d+ cases\)\n" if lang == "en" else rf"✅ {name}：通过（\d+ 个用例）\n"
+    assert re.fullmatch(want, out), out
 
 
 @pytest.mark.parametrize("name,i", [(n, i) for n, srcs in CORRECT.items() for i in range(len(srcs))])
@@ -59,15 +90,23 @@ def test_correct_but_different_answers_pass(name, i):
 
 
 @pytest.mark.parametrize("name,source,why", list(wrong_cases()))
-def test_wrong_answers_fail_with_a_useful_message(name, source, why):
+def test_wrong_answers_fail_with_a_useful_message(name, source, why, lang, monkeypatch):
     result = lab.grade(name, fn_from(name, source))
-    assert result.status == "failed", result.line()
-    assert why in result.message, result.line()
+    assert result.status == "failed", result.line()  # statuses are never translated
+    if lang == "en":
+        assert why in result.message, result.line()
+    else:  # the same message, from the same template, in Chinese
+        monkeypatch.setenv(LANG_ENV, "en")
+        english = lab.grade(name, fn_from(name, source))
+        monkeypatch.setenv(LANG_ENV, "zh")
+        assert why in english.message and english.message != result.message
+        assert_same_message_in_chinese(english.message, result.message)
     with pytest.raises(lab.CheckFailed) as info:
         lab.check(name, fn_from(name, source), save=False)
     assert not isinstance(info.value, lab.NotAttempted)
     rendered = info.value._render_traceback_()
-    assert rendered == [result.line()] and rendered[0].startswith(f"❌ {name}: failed: ")
+    start = f"❌ {name}: failed: " if lang == "en" else f"❌ {name}：未通过："
+    assert rendered == [result.line()] and rendered[0].startswith(start)
 
 
 def test_at_least_four_wrong_answers_per_todo():
@@ -75,14 +114,15 @@ def test_at_least_four_wrong_answers_per_todo():
 
 
 @pytest.mark.parametrize("name", list(TODO_METHODS))
-def test_untouched_stub_is_not_attempted(name):
+def test_untouched_stub_is_not_attempted(name, lang):
     stub = getattr(SchedulerSkeleton, TODO_METHODS[name])
     result = lab.grade(name, stub)
     assert result.status == "not attempted"
     with pytest.raises(lab.NotAttempted) as info:
         lab.check(name, stub, save=False)
     assert info.value._render_traceback_() == [result.line()]
-    assert "not attempted" in result.line() and f"lab.hint('{name}')" in result.line()
+    assert ("not attempted" if lang == "en" else "尚未作答") in result.line()
+    assert f"lab.hint('{name}')" in result.line()
 
 
 def test_a_wrong_answer_in_one_todo_never_fails_another_check():

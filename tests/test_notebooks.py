@@ -1,10 +1,14 @@
 """The notebook series: clean, well-formed, and runs top to bottom (nbval, like `nbgrader validate`).
 
-Every ``notebooks/*.ipynb`` is picked up. Two nbval runs, each a pytest subprocess in its own
-temporary folder with its own ``KVSCHED_ANSWERS``, run side by side:
+Every ``notebooks/*.ipynb`` and its Chinese edition ``notebooks/zh/*.ipynb`` are picked up. Two
+nbval runs, each a pytest subprocess in its own temporary folder with its own ``KVSCHED_ANSWERS``,
+run side by side:
 
-- **filled**: every TODO cell holds the reference method: every cell passes;
-- **stub**: the notebooks as shipped: exactly the check cells fail (``validate --invert``), nothing else;
+- **filled**: every TODO cell holds the reference method: every cell passes (both editions);
+- **stub**: the notebooks as shipped: exactly the check cells fail (``validate --invert``), nothing
+  else, with the "not attempted" message in the notebook's language (the zh setup cell selects it).
+  Of the zh edition only the notebooks with TODOs run here: the others hold the English code
+  cell for cell (tests/test_i18n_edition.py), which this run already executes as shipped;
 - then, in the stub run, copies with the chapter's answer line pasted into ONE TODO stub:
   exactly that check turns green.
 
@@ -34,6 +38,11 @@ from kvsched_lab.todos import (
 
 ROOT = Path(__file__).resolve().parents[1]
 NOTEBOOKS = sorted((ROOT / "notebooks").glob("*.ipynb"))
+ZH_NOTEBOOKS = sorted((ROOT / "notebooks" / "zh").glob("*.ipynb"))
+TODO_NOTEBOOKS = [p for p in NOTEBOOKS if tagged_cells(read_notebook(p), "todo")]
+ZH_PREFIX = "zh__"  # a zh notebook's name in the nbval folders
+# What an untouched check cell says, per edition (kvsched_lab/i18n/zh_CN.po has the Chinese).
+NOT_ATTEMPTED = {"en": "not attempted", "zh": "尚未作答"}
 CELL_TIMEOUT_S = 120
 
 # The chapter's own answer line for each TODO, as a learner would paste it.
@@ -138,8 +147,10 @@ class Run:
 def runs(tmp_path_factory):
     base = tmp_path_factory.mktemp("nbval")
     nbs = {p.name: read_notebook(p) for p in NOTEBOOKS}
+    zh = {ZH_PREFIX + p.name: read_notebook(p) for p in ZH_NOTEBOOKS}
+    zh_with_todos = {name: nb for name, nb in zh.items() if tagged_cells(nb, "todo")}
     refs = reference_sources(optional=True)
-    filled = {name: fill_todos(nb, refs) for name, nb in nbs.items()}
+    filled = {name: fill_todos(nb, refs) for name, nb in {**nbs, **zh}.items()}
     pasted = {}
     for name, nb in nbs.items():
         for todo, idx in tagged_cells(nb, "todo").items():
@@ -147,7 +158,8 @@ def runs(tmp_path_factory):
             pasted[f"paste_{todo}__{name}"] = fill_todos(nb, {todo: src})
     # Two subprocesses side by side (one per core). The pasted copies run after the stubs in the
     # same kernel-per-notebook run: the stubs start from an empty answers folder and save nothing.
-    started = {"filled": Run(base / "filled", filled), "stub": Run(base / "stub", {**nbs, **pasted})}
+    started = {"filled": Run(base / "filled", filled),
+               "stub": Run(base / "stub", {**nbs, **zh_with_todos, **pasted})}
     done = {k: r.wait() for k, r in started.items()}
     for k, r in done.items():
         print(f"nbval {k}: {len(r.names)} notebooks in {r.wall:.1f} s")
@@ -189,17 +201,23 @@ def test_filled_run_saved_all_five_answers_from_the_kernel(runs):
     assert all(r["status"] == "passed" and r["source"].startswith("def ") for r in saved.values())
 
 
-def test_stub_notebooks_fail_exactly_their_check_cells(runs):
+@pytest.mark.parametrize("lang", ["en", "zh"])
+def test_stub_notebooks_fail_exactly_their_check_cells(runs, lang):
     run = runs["stub"]
     failed = run.failed_cells()
     ran = {r["nodeid"].partition("::")[0] for r in run.records}
     assert ran == set(run.names), "some notebook did not run"
-    for path in NOTEBOOKS:
+    if lang == "en":
+        paths = {p.name: p for p in NOTEBOOKS}
+    else:  # the zh notebooks with TODOs (see the module docstring)
+        paths = {ZH_PREFIX + p.name: p for p in ZH_NOTEBOOKS if tagged_cells(read_notebook(p), "todo")}
+    assert len(paths) == (len(NOTEBOOKS) if lang == "en" else len(TODO_NOTEBOOKS))
+    for name, path in paths.items():
         checks = _check_cell_indices(read_notebook(path))
-        got = failed.get(path.name, {})
-        assert set(got) == set(checks), (path.name, sorted(got), sorted(checks), run.output[-4000:])
+        got = failed.get(name, {})
+        assert set(got) == set(checks), (name, sorted(got), sorted(checks), run.output[-4000:])
         for i, text in got.items():
-            assert "not attempted" in text and f"lab.hint('{checks[i]}')" in text, (path.name, i, text[-800:])
+            assert NOT_ATTEMPTED[lang] in text and f"lab.hint('{checks[i]}')" in text, (name, i, text[-800:])
 
 
 def test_pasting_the_chapters_answer_turns_exactly_its_check_green(runs):
@@ -221,7 +239,7 @@ def test_pasting_the_chapters_answer_turns_exactly_its_check_green(runs):
 # --------------------------------------------------------------------------- static
 
 
-@pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.name)
+@pytest.mark.parametrize("path", NOTEBOOKS + ZH_NOTEBOOKS, ids=lambda p: p.relative_to(ROOT / "notebooks").as_posix())
 def test_notebook_is_committed_clean(path):
     nb = read_notebook(path)
     assert nb["nbformat"] == 4 and nb["metadata"]["kernelspec"]["name"] == "python3"
@@ -229,7 +247,7 @@ def test_notebook_is_committed_clean(path):
         assert cell.get("outputs") == [] and cell.get("execution_count") is None, cell_source(cell)[:80]
 
 
-@pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.name)
+@pytest.mark.parametrize("path", NOTEBOOKS + ZH_NOTEBOOKS, ids=lambda p: p.relative_to(ROOT / "notebooks").as_posix())
 def test_every_todo_cell_is_followed_by_its_check_cell(path):
     nb = read_notebook(path)
     cells = nb["cells"]
@@ -268,6 +286,14 @@ def test_every_notebook_opens_with_the_same_setup_cell():
     assert {name for name, src in first.items() if src != setup} == set()
 
 
+def test_every_zh_notebook_opens_with_the_same_setup_cell_selecting_chinese():
+    first = {p.name: cell_source(code_cells(read_notebook(p))[0]) for p in ZH_NOTEBOOKS}
+    assert set(first) == {p.name for p in NOTEBOOKS}
+    setup = first["00_setup_and_tour.ipynb"]
+    assert setup.endswith('\nlab.set_language("zh")') and "import kvsched_lab.course as lab" in setup
+    assert {name for name, src in first.items() if src != setup} == set()
+
+
 def _solution_lines():
     """The before-stop hook's rule: a 28+ character code line of solutions/ must not be in a notebook."""
     out = set()
@@ -281,7 +307,7 @@ def _solution_lines():
     return out
 
 
-@pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.name)
+@pytest.mark.parametrize("path", NOTEBOOKS + ZH_NOTEBOOKS, ids=lambda p: p.relative_to(ROOT / "notebooks").as_posix())
 def test_notebook_holds_no_reference_solution_line(path):
     sol = _solution_lines()
     leaked = {re.sub(r"\s+", " ", line.strip()) for cell in code_cells(read_notebook(path))

@@ -10,6 +10,8 @@
 - ``lab.compare_prediction(question, predicted, observed, held)``: predict, then run (one line).
 - ``lab.show_scheduler()``: your five saved methods in the chapter's class layout, printed.
 - ``lab.status()``, ``lab.load_answers()``, ``lab.save_answer(name, fn)``, ``lab.answers_dir()``.
+- ``lab.set_language("zh")``: messages in Chinese from now on (default: ``$KVSCHED_LANG``, else
+  English); ``lab.get_language()`` says which is in use.
 """
 from __future__ import annotations
 
@@ -22,6 +24,7 @@ from kvsched_lab.course.answers import (
 from kvsched_lab.course.checks import NOTEBOOK_OF, TODO_NAMES, CheckFailed, NotAttempted, Result, grade
 from kvsched_lab.course.hints import hint, hint_reset, reveal
 from kvsched_lab.course.predict import compare_prediction
+from kvsched_lab.i18n import _, get_language, set_language
 
 
 def check(name: str, fn: Callable, save: bool = True) -> None:
@@ -36,7 +39,7 @@ def check(name: str, fn: Callable, save: bool = True) -> None:
         try:
             save_answer(name, fn, result)
         except (OSError, TypeError) as e:  # no source (e.g. built with exec) or a read-only folder
-            note = f" (answer not saved: {e})"
+            note = _(" (answer not saved: {error})", error=e)
     if not result.passed:
         raise result.exception()
     print(result.line() + note)
@@ -45,7 +48,8 @@ def check(name: str, fn: Callable, save: bool = True) -> None:
 
 __all__ = [
     "ANSWERS_DIRNAME", "ANSWERS_ENV", "CheckFailed", "NOTEBOOK_OF", "NotAttempted", "Result", "TODO_NAMES",
-    "answer_status", "answers_dir", "check", "compare_prediction", "fallback_scheduler", "grade", "hint", "hint_reset", "is_chapter_scheduler",
+    "answer_status", "answers_dir", "check", "compare_prediction", "fallback_scheduler", "get_language", "grade",
+    "hint", "hint_reset", "is_chapter_scheduler", "set_language",
     "load_answers", "my_scheduler", "needs_chapter", "reveal",
     "save_answer", "scheduler_source", "show_scheduler", "status",
 ]

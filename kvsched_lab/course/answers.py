@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Callable, Dict, Optional
 
 from kvsched_lab.course.checks import NOTEBOOK_OF, TODO_NAMES, Result, grade
+from kvsched_lab.i18n import N_, _
 from kvsched_lab.scheduler import ALL_TODO_METHODS, TODO_METHODS, SchedulerSkeleton, build_scheduler
 from kvsched_lab.todos import cell_namespace
 
@@ -103,11 +104,14 @@ def answer_status() -> Dict[str, Result]:
 
 def status() -> None:
     """Print one line per TODO: passed / failed / not attempted / missing, and where to fix it."""
-    print(f"answers folder: {answers_dir()}")
+    print(_("answers folder: {folder}", folder=answers_dir()))
+    # The status words are the graders' (not translated); what they mean is shown in the language.
+    shown = {"passed": N_("passed"), "failed": N_("failed"), "not attempted": N_("not attempted"),
+             "missing": N_("missing")}
     for name, result in answer_status().items():
         mark = {"passed": "✅", "failed": "❌", "not attempted": "⬜", "missing": "⬜"}[result.status]
-        where = "" if result.passed else f"  -> notebook {NOTEBOOK_OF[name]}"
-        print(f"{mark} {name:<9} {result.status}{where}")
+        where = "" if result.passed else _("  -> notebook {notebook}", notebook=NOTEBOOK_OF[name])
+        print(f"{mark} {name:<9} {_(shown[result.status])}{where}")
 
 
 def fallback_scheduler() -> type:
@@ -137,8 +141,8 @@ def needs_chapter(cls: object, what: str = "this cell") -> bool:
     if is_chapter_scheduler(cls):
         return True
     name = getattr(cls, "name", getattr(cls, "__name__", repr(cls)))
-    print(f"⏭️ skipped {what}: it needs the chapter's scheduler (priorities, hits, heap records) and "
-          f"{name!r} (the fallback) has none. It runs once your five TODOs pass (lab.status()).")
+    print(_("⏭️ skipped {what}: it needs the chapter's scheduler (priorities, hits, heap records) and {name!r} "
+            "(the fallback) has none. It runs once your five TODOs pass (lab.status()).", what=what, name=name))
     return False
 
 
@@ -156,23 +160,26 @@ def my_scheduler(verbose: bool = True) -> type:
         fns = load_answers()
         cls = build_scheduler(fns, name="MyKVCacheSchedulerSim")
         if verbose:
-            print(f"✅ my_scheduler: YOUR five methods ({', '.join(TODO_NAMES)}), from {answers_dir()}")
+            print(_("✅ my_scheduler: YOUR five methods ({todos}), from {folder}", todos=", ".join(TODO_NAMES),
+                    folder=answers_dir()))
         return cls
     fallback = fallback_scheduler()
     problems = []
     for name, r in results.items():
         if not r.passed:
             nb = NOTEBOOK_OF[name].split("_")[0]
-            problems.append(f"{name} {'missing' if r.status in ('missing', 'not attempted') else 'failing'} "
-                            f"(notebook {nb})")
+            problems.append(_("{name} missing (notebook {notebook})", name=name, notebook=nb)
+                            if r.status in ("missing", "not attempted")
+                            else _("{name} failing (notebook {notebook})", name=name, notebook=nb))
     if verbose:
         if fallback.name == "seed":
-            until = ("the library's 'seed' policy (the chapter's reference behaviour, same log).")
+            until = _("the library's 'seed' policy (the chapter's reference behaviour, same log).")
         else:
-            until = (f"FALLBACK: the library's {fallback.name!r} policy, NOT the chapter's scheduler ('seed' is "
-                     f"withheld in the student release); cells that need the chapter's internals skip themselves.")
-        print(f"⚠️ my_scheduler: not all your TODOs pass yet: {', '.join(problems)}; run those notebooks' "
-              f"TODO and check cells. Until then: {until}")
+            until = _("FALLBACK: the library's {name!r} policy, NOT the chapter's scheduler ('seed' is withheld "
+                      "in the student release); cells that need the chapter's internals skip themselves.",
+                      name=fallback.name)
+        print(_("⚠️ my_scheduler: not all your TODOs pass yet: {problems}; run those notebooks' TODO and check "
+                "cells. Until then: {until}", problems=", ".join(problems), until=until))
     return fallback
 
 

@@ -20,6 +20,7 @@ import threading
 from dataclasses import dataclass
 from typing import Any, Callable, Dict, Hashable, Iterator, List, Sequence, Tuple
 
+from kvsched_lab.i18n import N_, _
 from kvsched_lab.scheduler import ALL_TODO_METHODS, TODO_METHODS, CacheEntry, SchedulerSkeleton
 
 TODO_NAMES: Tuple[str, ...] = tuple(TODO_METHODS)
@@ -56,23 +57,23 @@ class NotAttempted(CheckFailed):
 @dataclass(frozen=True)
 class Result:
     name: str
-    status: str  # "passed", "failed" or "not attempted"
+    status: str  # "passed", "failed" or "not attempted" (never translated: graders compare it)
     cases: int = 0
-    message: str = ""
+    message: str = ""  # what is wrong, in the language current when it was graded
 
     @property
     def passed(self) -> bool:
         return self.status == "passed"
 
     def line(self) -> str:
-        """The one line a check cell shows."""
+        """The one line a check cell shows, in the current language (`message` is already in it)."""
         where = NOTEBOOK_OF[self.name].split("_")[0]
         if self.status == "passed":
-            return f"✅ {self.name}: passed ({self.cases} cases)"
+            return _("✅ {name}: passed ({cases} cases)", name=self.name, cases=self.cases)
         if self.status == "not attempted":
-            return (f"⬜ {self.name}: not attempted: write TODO {self.name} in the cell above "
-                    f"(notebook {where}), run it, then run this cell again. Stuck? lab.hint({self.name!r})")
-        return f"❌ {self.name}: failed: {self.message}. Stuck? lab.hint({self.name!r})"
+            return _("⬜ {name}: not attempted: write TODO {name} in the cell above (notebook {where}), run it, "
+                     "then run this cell again. Stuck? lab.hint({name!r})", name=self.name, where=where)
+        return _("❌ {name}: failed: {message}. Stuck? lab.hint({name!r})", name=self.name, message=self.message)
 
     def exception(self) -> CheckFailed:
         cls = NotAttempted if self.status == "not attempted" else CheckFailed
@@ -140,11 +141,11 @@ def _run(fn: Callable, *args: Any) -> Any:
     except NotImplementedError as e:
         raise _NotDone() from e
     except _OutOfTime:
-        raise _Wrong("did not finish (an endless loop?) within the step budget") from None
+        raise _Wrong(_("did not finish (an endless loop?) within the step budget")) from None
     except RecursionError:
-        raise _Wrong("did not finish: it recursed without end") from None
+        raise _Wrong(_("did not finish: it recursed without end")) from None
     except Exception as e:  # the learner's bug, reported in one line
-        raise _Wrong(f"it raised {type(e).__name__}: {e}") from None
+        raise _Wrong(_("it raised {e_type}: {e}", e_type=type(e).__name__, e=e)) from None
 
 
 def _close(got: Any, want: float) -> bool:
@@ -183,9 +184,11 @@ class _ScoreSelf:
 def _score(fn: Callable, capacity: int, time: int, hits: int, size: int, last_used: int) -> float:
     value = _run(fn, _ScoreSelf(capacity, time), hits, size, last_used)
     if isinstance(value, bool) or not isinstance(value, (int, float)):
-        raise _Wrong(f"_score must return a number, it returned {type(value).__name__} {value!r}")
+        raise _Wrong(_("_score must return a number, it returned {value_type} {value!r}",
+                       value_type=type(value).__name__, value=value))
     if not math.isfinite(value):
-        raise _Wrong(f"_score returned {value} for hits={hits}, size={size}, last_used={last_used}")
+        raise _Wrong(_("_score returned {value} for hits={hits}, size={size}, last_used={last_used}",
+                       value=value, hits=hits, size=size, last_used=last_used))
     return float(value)
 
 
@@ -205,38 +208,44 @@ def grade_score(fn: Callable) -> int:
     # Term by term first: each message names the term that is off.
     d_hits = s(3, 0, 10) - s(2, 0, 10)
     if d_hits <= TOL:
-        raise _Wrong("more hits must give a higher score (reuse is the main reason to keep an entry)"
-                     if d_hits < -TOL else "the score ignores hits: one more hit must raise it")
+        raise _Wrong(_("more hits must give a higher score (reuse is the main reason to keep an entry)")
+                     if d_hits < -TOL else _("the score ignores hits: one more hit must raise it"))
     if not _close(d_hits, 1.0):
-        raise _Wrong(f"each extra hit must add exactly 1.0 to the score (reuse_bonus counts at full "
-                     f"weight); yours adds {_fmt(d_hits)}")
+        raise _Wrong(_("each extra hit must add exactly 1.0 to the score (reuse_bonus counts at full weight); yours "
+                       "adds {d_hits}",
+                       d_hits=_fmt(d_hits)))
     d_recent = s(0, 0, 10) - s(0, 0, 9)  # recency 1.0 vs 0.5
     if d_recent <= TOL:
-        raise _Wrong("a more recently used entry must score higher (recency is a bonus)"
-                     if d_recent < -TOL else "the score ignores recency: last used now vs 1 step ago must differ")
+        raise _Wrong(_("a more recently used entry must score higher (recency is a bonus)")
+                     if d_recent < -TOL else _("the score ignores recency: last used now vs 1 step ago must differ"))
     if not _close(d_recent, 0.25):
-        raise _Wrong(f"the recency term has the wrong weight: last used now (recency 1.0) vs one step ago "
-                     f"(recency 0.5) should differ by 0.25, yours differ by {_fmt(d_recent)}")
+        raise _Wrong(_("the recency term has the wrong weight: last used now (recency 1.0) vs one step ago (recency "
+                       "0.5) should differ by 0.25, yours differ by {d_recent}",
+                       d_recent=_fmt(d_recent)))
     d_size = s(0, 50, 10) - s(0, 0, 10)  # size_penalty 0.5 vs 0
     if d_size >= -TOL:
-        raise _Wrong("a bigger entry must score lower (size is a penalty)"
-                     if d_size > TOL else "the score ignores size: a bigger entry must score lower")
+        raise _Wrong(_("a bigger entry must score lower (size is a penalty)")
+                     if d_size > TOL else _("the score ignores size: a bigger entry must score lower"))
     if not _close(d_size, -0.125):
-        raise _Wrong(f"the size penalty has the wrong weight: growing from 0 to half the capacity should "
-                     f"lower the score by 0.125, yours lowers it by {_fmt(-d_size)}")
+        raise _Wrong(_("the size penalty has the wrong weight: growing from 0 to half the capacity should lower the "
+                       "score by 0.125, yours lowers it by {d_size}",
+                       d_size=_fmt(-d_size)))
     base = s(0, 0, 10)
     if not _close(base, 0.5):
-        raise _Wrong(f"with hits=0, size=0 and last_used == time only the recency term is left, "
-                     f"so the score should be 0.5; yours is {_fmt(base)}")
+        raise _Wrong(_("with hits=0, size=0 and last_used == time only the recency term is left, so the score "
+                       "should be 0.5; yours is {base}",
+                       base=_fmt(base)))
     cases = 4
     for (capacity, time, hits, size, last_used), want in _SCORE_CASES:
         got = s(hits, size, last_used, capacity, time)
         if not _close(got, want):
-            raise _Wrong(f"_score(hits={hits}, size={size}, last_used={last_used}) with time={time}, "
-                         f"capacity_bytes={capacity} should be {want!r} (within {TOL}), got {got!r}")
+            raise _Wrong(_("_score(hits={hits}, size={size}, last_used={last_used}) with time={time}, "
+                           "capacity_bytes={capacity} should be {want!r} (within {TOL}), got {got!r}",
+                           hits=hits, size=size, last_used=last_used, time=time, capacity=capacity, want=want,
+                           TOL=TOL, got=got))
         cases += 1
     rng = random.Random(41)
-    for _ in range(30):
+    for _case in range(30):
         capacity = rng.randint(1, 4096)
         time = rng.randint(0, 500)
         hits = rng.randint(0, 50)
@@ -244,16 +253,16 @@ def grade_score(fn: Callable) -> int:
         last_used = rng.randint(0, time)
         got = s(hits, size, last_used, capacity, time)
         if not _close(s(hits + 1, size, last_used, capacity, time) - got, 1.0):
-            raise _Wrong("each extra hit must add exactly 1.0 to the score, at any time and size")
+            raise _Wrong(_("each extra hit must add exactly 1.0 to the score, at any time and size"))
         shifted = s(hits, size, last_used + 7, capacity, time + 7)
         if not _close(shifted, got):
-            raise _Wrong("recency must depend only on how long ago the entry was used (time - last_used), "
-                         "not on the clock's absolute value")
+            raise _Wrong(_("recency must depend only on how long ago the entry was used (time - last_used), not on the "
+                           "clock's absolute value"))
         if not _close(s(hits, 2 * size, last_used, 2 * capacity, time), got):
-            raise _Wrong("the size penalty must depend on size relative to capacity_bytes "
-                         "(twice the size in twice the capacity costs the same)")
+            raise _Wrong(_("the size penalty must depend on size relative to capacity_bytes (twice the size in twice "
+                           "the capacity costs the same)"))
         if time > last_used and not s(hits, size, last_used + 1, capacity, time) > got:
-            raise _Wrong("a more recently used entry must score higher, at every age")
+            raise _Wrong(_("a more recently used entry must score higher, at every age"))
         cases += 1
     return cases
 
@@ -288,40 +297,48 @@ def _new_record(before: List[tuple], after: List[tuple], what: str) -> tuple:
                 del rest[i]
                 break
         else:
-            raise _Wrong(f"{what}: the queue lost an older record; records stay in the heap until "
-                         "they are popped (lazy deletion)")
+            raise _Wrong(_("{what}: the queue lost an older record; records stay in the heap until they are popped "
+                           "(lazy deletion)",
+                           what=what))
     if len(rest) != 1:
-        raise _Wrong(f"{what}: must push exactly one new record, pushed {len(rest)}")
+        raise _Wrong(_("{what}: must push exactly one new record, pushed {count}", what=what, count=len(rest)))
     return rest[0]
 
 
 def _check_record(rec: Any, want: tuple, entry: CacheEntry, old_priority: float, what: str) -> None:
     priority, last_used, key = want
     if not isinstance(rec, tuple):
-        raise _Wrong(f"{what}: a heap record must be a tuple like the others in the queue, got "
-                     f"{type(rec).__name__} {rec!r}")
+        raise _Wrong(_("{what}: a heap record must be a tuple like the others in the queue, got {rec_type} {rec!r}",
+                       what=what, rec_type=type(rec).__name__, rec=rec))
     if len(rec) != 3:
-        raise _Wrong(f"{what}: a heap record has three fields (priority, last_used, key), got {len(rec)}: {rec!r}")
+        raise _Wrong(_("{what}: a heap record has three fields (priority, last_used, key), got {count}: {rec!r}",
+                       what=what, count=len(rec), rec=rec))
     if rec[0] == last_used and rec[1] == priority and priority != last_used:
-        raise _Wrong(f"{what}: the record's fields are in the wrong order: the heap must order records "
-                     "by priority first, last_used only to break ties")
+        raise _Wrong(_("{what}: the record's fields are in the wrong order: the heap must order records by priority "
+                       "first, last_used only to break ties",
+                       what=what))
     if _close(rec[0], -priority) and priority != 0:
-        raise _Wrong(f"{what}: the record's priority is negated; this min-heap must pop the LOWEST "
-                     "priority first (the eviction victim), so store it as it is")
+        raise _Wrong(_("{what}: the record's priority is negated; this min-heap must pop the LOWEST priority first "
+                       "(the eviction victim), so store it as it is",
+                       what=what))
     if rec[2] is entry:
-        raise _Wrong(f"{what}: the record's last field must be the entry's key, not the CacheEntry object")
+        raise _Wrong(_("{what}: the record's last field must be the entry's key, not the CacheEntry object",
+                       what=what))
     if rec[2] != key or type(rec[2]) is not type(key):
-        raise _Wrong(f"{what}: the record's last field must be the key of the entry being refreshed "
-                     f"({key!r}), got {rec[2]!r}")
+        raise _Wrong(_("{what}: the record's last field must be the key of the entry being refreshed ({key!r}), got "
+                       "{value!r}",
+                       what=what, key=key, value=rec[2]))
     if not _close(rec[0], priority):
         if _close(rec[0], old_priority):
-            raise _Wrong(f"{what}: the newest heap record must carry the entry's new priority, "
-                         "this one carries the priority from before re-scoring")
-        raise _Wrong(f"{what}: the record's first field must be the entry's new priority "
-                     f"({priority!r}, what self._score returned), got {rec[0]!r}")
+            raise _Wrong(_("{what}: the newest heap record must carry the entry's new priority, this one carries the "
+                           "priority from before re-scoring",
+                           what=what))
+        raise _Wrong(_("{what}: the record's first field must be the entry's new priority ({priority!r}, what "
+                       "self._score returned), got {value!r}",
+                       what=what, priority=priority, value=rec[0]))
     if rec[1] != last_used:
-        raise _Wrong(f"{what}: the record's second field must be the entry's last_used ({last_used}), "
-                     f"got {rec[1]!r}")
+        raise _Wrong(_("{what}: the record's second field must be the entry's last_used ({last_used}), got {value!r}",
+                       what=what, last_used=last_used, value=rec[1]))
 
 
 def _refresh(fn: Callable, sim: _HeapSelf, key: Hashable, new_priority: float, what: str) -> None:
@@ -335,21 +352,25 @@ def _refresh(fn: Callable, sim: _HeapSelf, key: Hashable, new_priority: float, w
     _run(fn, sim, key)
     if sim.score_calls != [(entry.hits, entry.bytes, entry.last_used)]:
         if not sim.score_calls:
-            raise _Wrong(f"{what}: must re-score the entry with self._score(...)")
-        raise _Wrong(f"{what}: must call self._score once, with the entry's own hits, bytes and last_used "
-                     f"(in that order); it was called with {sim.score_calls}")
+            raise _Wrong(_("{what}: must re-score the entry with self._score(...)", what=what))
+        raise _Wrong(_("{what}: must call self._score once, with the entry's own hits, bytes and last_used (in that "
+                       "order); it was called with {score_calls}",
+                       what=what, score_calls=sim.score_calls))
     if sim.entries.get(key) is not entry:
-        raise _Wrong(f"{what}: must update the existing entry in self.entries, not replace or remove it")
+        raise _Wrong(_("{what}: must update the existing entry in self.entries, not replace or remove it",
+                       what=what))
     if (entry.hits, entry.last_used, entry.bytes, entry.prefix) != fields:
-        raise _Wrong(f"{what}: must change only the entry's priority (hits, last_used, bytes stay as they are)")
+        raise _Wrong(_("{what}: must change only the entry's priority (hits, last_used, bytes stay as they are)",
+                       what=what))
     if [(k, _fields(e)) for k, e in sim.entries.items() if k != key] != others:
-        raise _Wrong(f"{what}: must not change other entries")
+        raise _Wrong(_("{what}: must not change other entries", what=what))
     if not _close(entry.priority, new_priority):
-        raise _Wrong(f"{what}: must store the new score in entry.priority")
+        raise _Wrong(_("{what}: must store the new score in entry.priority", what=what))
     rec = _new_record(before, sim.queue, what)
     _check_record(rec, (new_priority, entry.last_used, key), entry, old_priority, what)
     if not _is_heap(sim.queue):
-        raise _Wrong(f"{what}: the queue is no longer a min-heap; add records with heapq.heappush")
+        raise _Wrong(_("{what}: the queue is no longer a min-heap; add records with heapq.heappush",
+                       what=what))
 
 
 def grade_heap(fn: Callable) -> int:
@@ -363,15 +384,15 @@ def grade_heap(fn: Callable) -> int:
     queue = [(5.0, 2, "q"), (6.0, 3, "r"), (4.0, 1, "q")]  # (4.0, 1, 'q') is an older, stale record
     heapq.heapify(queue)
     sim = _HeapSelf(entries, queue, [])
-    _refresh(fn, sim, "p", 1.25, "refreshing a new entry")
+    _refresh(fn, sim, "p", 1.25, _("refreshing a new entry"))
     # A hit on 'p': hits and last_used moved on; the newest record must carry the new priority and
     # the old record stays (it is dropped only when popped).
     sim.entries["p"].hits = 2
     sim.entries["p"].last_used = 9
     sim.time = 9
-    _refresh(fn, sim, "p", 2.25, "after a hit")
+    _refresh(fn, sim, "p", 2.25, _("after a hit"))
     if (1.25, 7, "p") not in sim.queue:
-        raise _Wrong("after a hit the previous record must stay in the queue (lazy deletion drops it later)")
+        raise _Wrong(_("after a hit the previous record must stay in the queue (lazy deletion drops it later)"))
     cases = 2
     # Keys of other hashable types, ties on priority: records must sort by (priority, last_used).
     rng = random.Random(2)
@@ -380,11 +401,11 @@ def grade_heap(fn: Callable) -> int:
     for t, key in enumerate(keys, start=1):
         sim.entries[key] = CacheEntry(0.0, t, key, 1, rng.randint(1, 64))
         sim.time = t
-        _refresh(fn, sim, key, 1.5, f"refreshing entry {key!r}")
+        _refresh(fn, sim, key, 1.5, _("refreshing entry {key!r}", key=key))
         cases += 1
     order = [heapq.heappop(sim.queue)[1] for _ in range(len(sim.queue))]
     if order != sorted(order):
-        raise _Wrong("records with equal priority must pop oldest last_used first")
+        raise _Wrong(_("records with equal priority must pop oldest last_used first"))
     # Randomised: hits on random keys, each one re-scored with a fresh priority.
     sim = _HeapSelf({}, [], [])
     for t in range(1, 41):
@@ -395,10 +416,10 @@ def grade_heap(fn: Callable) -> int:
         else:
             sim.entries[key] = CacheEntry(0.0, t, key, 1, rng.randint(1, 64))
         sim.time = t
-        _refresh(fn, sim, key, round(rng.uniform(-2, 9), 3), f"touch {t} of a random sequence")
+        _refresh(fn, sim, key, round(rng.uniform(-2, 9), 3), _("touch {t} of a random sequence", t=t))
         cases += 1
     if len(sim.queue) != 40:
-        raise _Wrong("every refresh must add one record: the heap grows with every touch")
+        raise _Wrong(_("every refresh must add one record: the heap grows with every touch"))
     return cases
 
 
@@ -420,7 +441,7 @@ class _EvictSelf:
 
 @dataclass(frozen=True)
 class _EvictCase:
-    what: str  # what the case exercises, as the failure message's lead
+    what: str  # what the case exercises, as the failure message's lead (an N_ msgid)
     capacity: int
     entries: Tuple[Tuple[str, float, int, int], ...]  # (key, priority, last_used, bytes)
     stale: Tuple[tuple, ...]  # extra out-of-date records in the heap
@@ -431,30 +452,31 @@ class _EvictCase:
 
 _E = _EvictCase
 _EVICT_CASES: Tuple[_EvictCase, ...] = (
-    _E("evicting the lowest-priority entry", 100,
+    _E(N_("evicting the lowest-priority entry"), 100,
        (("a", 1.4, 1, 40), ("b", 1.3, 2, 40)), (), 30, ("b",)),
-    _E("popped a record whose entry was re-scored later, but it was used for eviction", 100,
+    _E(N_("popped a record whose entry was re-scored later, but it was used for eviction"), 100,
        (("a", 2.2, 3, 40), ("b", 1.3, 2, 40)), ((1.2, 1, "a"),), 30, ("b",)),
-    _E("used a record whose priority still matches but whose last_used is out of date: "
-       "a record is current only if both fields match the entry", 100,
+    _E(N_("used a record whose priority still matches but whose last_used is out of date: "
+          "a record is current only if both fields match the entry"), 100,
        (("a", 1.3, 4, 40), ("b", 1.3, 2, 40)), ((1.3, 1, "a"),), 30, ("b",)),
-    _E("used a record whose last_used still matches but whose priority is out of date: "
-       "a record is current only if both fields match the entry", 100,
+    _E(N_("used a record whose last_used still matches but whose priority is out of date: "
+          "a record is current only if both fields match the entry"), 100,
        (("a", 1.6, 3, 40), ("b", 1.3, 2, 40)), ((1.1, 3, "a"),), 30, ("b",)),
-    _E("skipping records of entries already evicted, and evicting twice in priority order", 100,
+    _E(N_("skipping records of entries already evicted, and evicting twice in priority order"), 100,
        (("a", 1.5, 1, 30), ("b", 1.25, 2, 30), ("c", 2.5, 3, 30)), ((0.5, 1, "z"), (1.0, 2, "y")), 50,
        ("b", "a")),
-    _E("when every popped record is stale, the fallback after the loop must pick the victim", 100,
+    _E(N_("when every popped record is stale, the fallback after the loop must pick the victim"), 100,
        (("a", 2.5, 5, 50), ("b", 2.5, 3, 50)), ((1.5, 1, "a"), (1.5, 2, "b")), 10, ("b",), False),
-    _E("nothing may be evicted when the new entry already fits (exactly)", 100,
+    _E(N_("nothing may be evicted when the new entry already fits (exactly)"), 100,
        (("a", 1.5, 1, 30), ("b", 1.25, 2, 30)), ((0.5, 1, "b"),), 40, ()),
-    _E("making room for an entry as big as the whole cache", 90,
+    _E(N_("making room for an entry as big as the whole cache"), 90,
        (("a", 3.5, 5, 30), ("b", 1.5, 4, 30), ("c", 2.5, 6, 30)), ((1.5, 2, "a"), (1.0, 1, "c")), 90,
        ("b", "c", "a")),
 )
 
 
 def _evict_case(fn: Callable, case: _EvictCase) -> None:
+    what = _(case.what)
     entries = [CacheEntry(p, lu, key, 1, size) for key, p, lu, size in case.entries]
     current = [(e.priority, e.last_used, e.prefix) for e in entries] if case.current_records else []
     sim = _EvictSelf(case.capacity, entries, current + list(case.stale))
@@ -463,22 +485,27 @@ def _evict_case(fn: Callable, case: _EvictCase) -> None:
     _run(fn, sim, case.needed)
     evicted = [item.split(":", 1)[1] for item in sim.log if isinstance(item, str) and item.startswith("evict:")]
     if len(evicted) != len(sim.log):
-        raise _Wrong(f"{case.what}: the log may only gain 'evict:<prefix>' lines, got {sim.log}")
+        raise _Wrong(_("{what}: the log may only gain 'evict:<prefix>' lines, got {log}",
+                       what=what, log=sim.log))
     if tuple(evicted) != case.victims:
-        detail = f"(it evicted {evicted or 'nothing'}, the lowest-priority live entries were {list(case.victims)})"
-        raise _Wrong(f"{case.what} {detail}")
+        detail = _("(it evicted {evicted}, the lowest-priority live entries were {victims})",
+                   evicted=evicted or _("nothing"), victims=list(case.victims))
+        raise _Wrong(_("{what} {detail}", what=what, detail=detail))
     survivors = {k: e for k, e in before.items() if k not in case.victims}
     if _state(sim.entries) != [(k, f) for k, f in fields_before if k not in case.victims]:
-        raise _Wrong(f"{case.what}: self.entries must lose exactly the evicted entries, and nothing else may change")
+        raise _Wrong(_("{what}: self.entries must lose exactly the evicted entries, and nothing else may change",
+                       what=what))
     if sim.current_bytes != sum(e.bytes for e in survivors.values()):
-        raise _Wrong(f"{case.what}: current_bytes must drop by the evicted entries' bytes")
+        raise _Wrong(_("{what}: current_bytes must drop by the evicted entries' bytes", what=what))
     records = set(sim.queue)
     for key, e in survivors.items():
         if case.current_records and (e.priority, e.last_used, key) not in records:
-            raise _Wrong(f"{case.what}: the current record of live entry {key!r} was popped and dropped, so "
-                         f"{key!r} could never be evicted; only out-of-date records may be skipped")
+            raise _Wrong(_("{what}: the current record of live entry {key!r} was popped and dropped, so {key!r} could "
+                           "never be evicted; only out-of-date records may be skipped",
+                           what=what, key=key))
     if not _is_heap(sim.queue):
-        raise _Wrong(f"{case.what}: the queue is no longer a heap; take records out with heapq.heappop")
+        raise _Wrong(_("{what}: the queue is no longer a heap; take records out with heapq.heappop",
+                       what=what))
 
 
 def grade_stale(fn: Callable) -> int:
@@ -520,9 +547,10 @@ class _TouchSelf:
     def _refresh_queue(self, prefix: Hashable) -> None:
         entry = self.entries.get(prefix, None)
         if entry is None:
-            raise _Wrong("_refresh_queue was called before the new entry was stored in self.entries")
+            raise _Wrong(_("_refresh_queue was called before the new entry was stored in self.entries"))
         if not isinstance(entry, CacheEntry):
-            raise _Wrong(f"the new entry must be a CacheEntry (the dataclass given above), got {type(entry).__name__}")
+            raise _Wrong(_("the new entry must be a CacheEntry (the dataclass given above), got {entry_type}",
+                           entry_type=type(entry).__name__))
         self.calls.append(("refresh", prefix, entry, self.current_bytes))
         entry.priority = self.next_priority
         heapq.heappush(self.queue, (self.next_priority, entry.last_used, prefix))
@@ -534,46 +562,55 @@ def _touch_miss(fn: Callable, sim: _TouchSelf, key: Hashable, size: int) -> Cach
     log_len = len(sim.log)
     sim.calls.clear()
     _run(fn, sim, key, size)
-    what = f"touch({key!r}, {size}) on a miss"
+    what = _("touch({key!r}, {size}) on a miss", key=key, size=size)
     if sim.time != time + 1:
-        raise _Wrong(f"{what}: the clock must advance by one per touch")
+        raise _Wrong(_("{what}: the clock must advance by one per touch", what=what))
     kinds = [c[0] for c in sim.calls]
     if kinds != ["evict", "refresh"]:
-        raise _Wrong(f"{what}: must call self._evict_until_fit(bytes_) first, then self._refresh_queue(prefix) "
-                     f"once the entry is stored; calls were {kinds}")
+        raise _Wrong(_("{what}: must call self._evict_until_fit(bytes_) first, then self._refresh_queue(prefix) "
+                       "once the entry is stored; calls were {kinds}",
+                       what=what, kinds=kinds))
     if sim.calls[0][1] != size:
-        raise _Wrong(f"{what}: must make room for the new entry's bytes_ ({size}), asked for {sim.calls[0][1]!r}")
+        raise _Wrong(_("{what}: must make room for the new entry's bytes_ ({size}), asked for {value!r}",
+                       what=what, size=size, value=sim.calls[0][1]))
     if key in sim.calls[0][2] or sim.calls[0][2] != before_keys:
-        raise _Wrong(f"{what}: must evict before the new entry is stored")
+        raise _Wrong(_("{what}: must evict before the new entry is stored", what=what))
     entry = sim.entries.get(key)
     if entry is None:
-        raise _Wrong(f"{what}: the new entry must be stored in self.entries[prefix]")
+        raise _Wrong(_("{what}: the new entry must be stored in self.entries[prefix]", what=what))
     if not isinstance(entry, CacheEntry):
-        raise _Wrong(f"{what}: the new entry must be a CacheEntry (the dataclass given above), "
-                     f"got {type(entry).__name__}")
+        raise _Wrong(_("{what}: the new entry must be a CacheEntry (the dataclass given above), got {entry_type}",
+                       what=what, entry_type=type(entry).__name__))
     if sim.calls[1][1] != key or sim.calls[1][2] is not entry:
-        raise _Wrong(f"{what}: must refresh the new entry's heap record with self._refresh_queue(prefix)")
+        raise _Wrong(_("{what}: must refresh the new entry's heap record with self._refresh_queue(prefix)",
+                       what=what))
     if entry.hits == size and entry.bytes == 1 and size != 1:
-        raise _Wrong(f"{what}: the new entry's hits and bytes are swapped")
+        raise _Wrong(_("{what}: the new entry's hits and bytes are swapped", what=what))
     if entry.hits != 1:
-        raise _Wrong(f"{what}: the newest entry must start with one hit (this access counts), it has {entry.hits!r}")
+        raise _Wrong(_("{what}: the newest entry must start with one hit (this access counts), it has {hits!r}",
+                       what=what, hits=entry.hits))
     if entry.last_used != sim.time:
-        raise _Wrong(f"{what}: a new entry's last_used must be the current time (self.time after the tick, "
-                     f"{sim.time}), it is {entry.last_used!r}")
+        raise _Wrong(_("{what}: a new entry's last_used must be the current time (self.time after the tick, "
+                       "{time}), it is {last_used!r}",
+                       what=what, time=sim.time, last_used=entry.last_used))
     if entry.bytes != size:
-        raise _Wrong(f"{what}: the new entry must record its size bytes_ ({size}), it has {entry.bytes!r}")
+        raise _Wrong(_("{what}: the new entry must record its size bytes_ ({size}), it has {bytes!r}",
+                       what=what, size=size, bytes=entry.bytes))
     if entry.prefix != key:
-        raise _Wrong(f"{what}: the new entry must record its own prefix ({key!r}), it has {entry.prefix!r}")
+        raise _Wrong(_("{what}: the new entry must record its own prefix ({key!r}), it has {prefix!r}",
+                       what=what, key=key, prefix=entry.prefix))
     if isinstance(entry.priority, bool) or not isinstance(entry.priority, (int, float)):
-        raise _Wrong(f"{what}: the new entry's priority must be a number (any placeholder; "
-                     f"_refresh_queue sets the real one), got {entry.priority!r}")
+        raise _Wrong(_("{what}: the new entry's priority must be a number (any placeholder; _refresh_queue sets the "
+                       "real one), got {priority!r}",
+                       what=what, priority=entry.priority))
     evicted = [k for k in before_keys if k not in sim.entries]
     if sim.current_bytes != current - sum(sizes[k] for k in evicted) + size:
-        raise _Wrong(f"{what}: current_bytes must grow by the new entry's bytes")
+        raise _Wrong(_("{what}: current_bytes must grow by the new entry's bytes", what=what))
     if sim.calls[1][3] != sim.current_bytes:
-        raise _Wrong(f"{what}: current_bytes must grow by the new entry's bytes before its heap record is refreshed")
+        raise _Wrong(_("{what}: current_bytes must grow by the new entry's bytes before its heap record is refreshed",
+                       what=what))
     if sim.log[-1:] != [f"add:{key}"] or len(sim.log) != log_len + len(evicted) + 1:
-        raise _Wrong(f"{what}: the log must end with one 'add:{key}' line")
+        raise _Wrong(_("{what}: the log must end with one 'add:{key}' line", what=what, key=key))
     return entry
 
 
@@ -582,15 +619,15 @@ def _touch_hit(fn: Callable, sim: _TouchSelf, key: Hashable, size: int) -> None:
     hits, log_len, current = entry.hits, len(sim.log), sim.current_bytes
     sim.calls.clear()
     _run(fn, sim, key, size)
-    what = f"touch({key!r}, {size}) on a hit"
+    what = _("touch({key!r}, {size}) on a hit", key=key, size=size)
     if sim.entries.get(key) is not entry:
-        raise _Wrong(f"{what}: a hit must update the existing entry, not replace it")
+        raise _Wrong(_("{what}: a hit must update the existing entry, not replace it", what=what))
     if entry.hits != hits + 1 or entry.last_used != sim.time:
-        raise _Wrong(f"{what}: a hit must add one hit and set last_used to the current time")
+        raise _Wrong(_("{what}: a hit must add one hit and set last_used to the current time", what=what))
     if [c[0] for c in sim.calls] != ["refresh"] or sim.current_bytes != current:
-        raise _Wrong(f"{what}: a hit only re-scores the entry (no eviction, no new bytes)")
+        raise _Wrong(_("{what}: a hit only re-scores the entry (no eviction, no new bytes)", what=what))
     if sim.log[log_len:] != [f"reuse:{key}"]:
-        raise _Wrong(f"{what}: the log must gain exactly one 'reuse:{key}' line")
+        raise _Wrong(_("{what}: the log must gain exactly one 'reuse:{key}' line", what=what, key=key))
 
 
 def grade_entry(fn: Callable) -> int:
@@ -598,11 +635,11 @@ def grade_entry(fn: Callable) -> int:
     first = _touch_miss(fn, sim, "a", 40)
     second = _touch_miss(fn, sim, "b", 50)
     if first is second:
-        raise _Wrong("each new prefix needs its own, new CacheEntry")
+        raise _Wrong(_("each new prefix needs its own, new CacheEntry"))
     _touch_hit(fn, sim, "a", 40)
     _touch_miss(fn, sim, "c", 30)  # the spy evicts to make room: the entry is built after that
     if "a" in sim.entries:
-        raise _Wrong("touch must let _evict_until_fit make room before adding")
+        raise _Wrong(_("touch must let _evict_until_fit make room before adding"))
     _touch_hit(fn, sim, "c", 30)
     _touch_miss(fn, sim, 7, 100)  # a non-string key, as big as the cache
     _touch_miss(fn, sim, ("req", 2), 1)
@@ -617,13 +654,14 @@ def grade_entry(fn: Callable) -> int:
     except NotImplementedError as e:
         raise _NotDone() from e
     except _OutOfTime:
-        raise _Wrong("did not finish (an endless loop?) within the step budget") from None
+        raise _Wrong(_("did not finish (an endless loop?) within the step budget")) from None
     except Exception as e:
-        raise _Wrong(f"an entry bigger than the capacity must raise ValueError, it raised {type(e).__name__}: {e}") from None
+        raise _Wrong(_("an entry bigger than the capacity must raise ValueError, it raised {e_type}: {e}",
+                       e_type=type(e).__name__, e=e)) from None
     else:
-        raise _Wrong("an entry bigger than the capacity must raise ValueError (keep the given input check)")
+        raise _Wrong(_("an entry bigger than the capacity must raise ValueError (keep the given input check)"))
     if (sim.time, _state(sim.entries), sim.current_bytes, list(sim.log)) != state:
-        raise _Wrong("a rejected touch must not change anything (keep the input check first)")
+        raise _Wrong(_("a rejected touch must not change anything (keep the input check first)"))
     return cases + 1
 
 
@@ -642,62 +680,68 @@ class _SnapSelf:
 
 # (what, entries in insertion order as (priority, last_used, prefix, hits, bytes), expected rows)
 _SNAP_CASES: Tuple[Tuple[str, tuple, list], ...] = (
-    ("the chapter's final state",
+    (N_("the chapter's final state"),
      ((1.40625, 5, "d", 1, 48), (3.421875, 6, "a", 3, 40)),
      [("a", 40, 3.4219, 3), ("d", 48, 1.4062, 1)]),
-    ("entries with equal priority",
+    (N_("entries with equal priority"),
      ((1.5, 4, "x", 2, 10), (1.5, 2, "y", 2, 20), (2.0, 1, "w", 3, 30), (1.5, 7, "z", 2, 40), (0.75, 3, "v", 1, 50)),
      [("w", 30, 2.0, 3), ("y", 20, 1.5, 2), ("x", 10, 1.5, 2), ("z", 40, 1.5, 2), ("v", 50, 0.75, 1)]),
-    ("three entries with one priority and one last_used",
+    (N_("three entries with one priority and one last_used"),
      ((1.5, 3, "m", 1, 8), (1.5, 3, "b", 1, 8), (1.5, 3, "k", 1, 8), (2.5, 9, "q", 2, 8)),
      [("q", 8, 2.5, 2), ("b", 8, 1.5, 1), ("k", 8, 1.5, 1), ("m", 8, 1.5, 1)]),
-    ("priorities that only differ after rounding",
+    (N_("priorities that only differ after rounding"),
      ((1.00001, 1, "e1", 1, 4), (1.00004, 2, "e2", 1, 4), (-0.12345, 3, "neg", 0, 4)),
      [("e2", 4, 1.0, 1), ("e1", 4, 1.0, 1), ("neg", 4, -0.1235, 0)]),
-    ("an empty cache", (), []),
+    (N_("an empty cache"), (), []),
 )
 
 
 def _snapshot_message(what: str, got: Any, want: list, entries: Dict[Hashable, CacheEntry]) -> str:
     if not isinstance(got, list):
-        return f"{what}: snapshot must return a list, got {type(got).__name__}"
+        return _("{what}: snapshot must return a list, got {got_type}",
+                 what=what, got_type=type(got).__name__)
     if len(got) != len(want) or not all(isinstance(r, tuple) and len(r) == 4 for r in got):
-        return f"{what}: snapshot must return one (prefix, bytes, round(priority, 4), hits) tuple per live entry"
+        return _("{what}: snapshot must return one (prefix, bytes, round(priority, 4), hits) tuple per live "
+                 "entry",
+                 what=what)
     keys = [r[0] for r in got]
     if sorted(map(repr, keys)) != sorted(repr(r[0]) for r in want):
-        return f"{what}: snapshot must list every live entry exactly once"
+        return _("{what}: snapshot must list every live entry exactly once", what=what)
     if set(got) != set(want):
-        return f"{what}: each row must be (prefix, bytes, round(priority, 4), hits)"
+        return _("{what}: each row must be (prefix, bytes, round(priority, 4), hits)", what=what)
     es = [entries[k] for k in keys]
     for a, b in zip(es, es[1:]):
         if a.priority < b.priority:
             if [e.prefix for e in es] == [r[0] for r in reversed(want)] and len(set(e.priority for e in es)) > 1:
-                return f"{what}: entries came out lowest priority first; the highest must come first"
+                return _("{what}: entries came out lowest priority first; the highest must come first",
+                         what=what)
             if round(a.priority, 4) == round(b.priority, 4):
-                return (f"{what}: entries must be ordered by their full priority; "
-                        "rounding is for display only")
-            return f"{what}: entries are not ordered by priority, highest first"
+                return (_("{what}: entries must be ordered by their full priority; rounding is for display only",
+                          what=what))
+            return _("{what}: entries are not ordered by priority, highest first", what=what)
         if a.priority == b.priority and a.last_used > b.last_used:
-            return f"{what}: two entries with equal priority came out newest first; the older goes first"
+            return _("{what}: two entries with equal priority came out newest first; the older goes first",
+                     what=what)
         if a.priority == b.priority and a.last_used == b.last_used and a.prefix > b.prefix:
-            return f"{what}: entries tied on priority and last_used must come in prefix order"
-    return f"{what}: rows are not in the expected order"
+            return _("{what}: entries tied on priority and last_used must come in prefix order", what=what)
+    return _("{what}: rows are not in the expected order", what=what)
 
 
 def grade_snapshot(fn: Callable) -> int:
     cases = 0
-    for what, rows, want in _SNAP_CASES:
+    for label, rows, want in _SNAP_CASES:
+        what = _(label)
         sim = _SnapSelf([CacheEntry(p, lu, key, hits, size) for p, lu, key, hits, size in rows])
         before = _state(sim.entries)
         got = _run(fn, sim)
         if _state(sim.entries) != before:
-            raise _Wrong(f"{what}: snapshot must not change self.entries")
+            raise _Wrong(_("{what}: snapshot must not change self.entries", what=what))
         if got != want:
             raise _Wrong(_snapshot_message(what, got, want, sim.entries))
         cases += 1
     # Property: random priorities with many ties, compared with a hand-checked ordering rule.
     rng = random.Random(5)
-    for _ in range(20):
+    for _case in range(20):
         entries = []
         for i, key in enumerate(rng.sample("abcdefghijklmnop", rng.randint(1, 10))):
             entries.append(CacheEntry(rng.choice([0.5, 1.25, 2.0, rng.uniform(-1, 5)]), rng.randint(1, 4),
@@ -711,7 +755,7 @@ def grade_snapshot(fn: Callable) -> int:
             ordered.insert(pos, e)
         want = [(e.prefix, e.bytes, round(e.priority, 4), e.hits) for e in ordered]
         if got != want:
-            raise _Wrong(_snapshot_message("random entries with ties", got, want, sim.entries))
+            raise _Wrong(_snapshot_message(_("random entries with ties"), got, want, sim.entries))
         cases += 1
     return cases
 
@@ -837,8 +881,9 @@ def grade(name: str, fn: Any) -> Result:
         raise ValueError(f"unknown TODO {name!r}; the five are {', '.join(TODO_NAMES)} (optional: "
                          f"{', '.join(n for n in ALL_TODO_METHODS if n not in TODO_METHODS)})")
     if not callable(fn):
-        return Result(name, "failed", 0, f"pass the function itself, e.g. lab.check({name!r}, "
-                                          f"{ALL_TODO_METHODS[name]}), not {type(fn).__name__}")
+        return Result(name, "failed", 0,
+                      _("pass the function itself, e.g. lab.check({name!r}, {method}), not {fn_type}",
+                        name=name, method=ALL_TODO_METHODS[name], fn_type=type(fn).__name__))
     try:
         cases = GRADERS[name](fn)
     except _NotDone:

@@ -1,0 +1,45 @@
+"""Runtime messages: English templates in the source, their Chinese in a shipped PO catalogue.
+
+Write a learner-facing message as ``_("{name}: passed ({cases} cases)", name=name, cases=n)``: the
+first argument is a literal English template (the msgid, with named ``str.format`` fields), the
+keywords fill it (write a literal brace as ``{{``). In Chinese the template comes from
+``kvsched_lab/i18n/zh_CN.po`` (package
+data); a message missing there falls back to English, and `tests/test_i18n_messages.py` fails.
+``N_("...")`` marks a literal for extraction where the message is chosen first and translated
+later (``_(label)`` with that value). `kvsched i18n update` adds new msgids to the catalogue.
+"""
+from __future__ import annotations
+
+import functools
+from pathlib import Path
+from typing import Dict
+
+from kvsched_lab.i18n.language import get_language
+from kvsched_lab.i18n.po import read_po
+
+CATALOGUE_DIR = Path(__file__).resolve().parent
+# Which catalogue file holds each non-English language.
+CATALOGUE_FILES: Dict[str, str] = {"zh": "zh_CN.po"}
+
+
+@functools.lru_cache(maxsize=None)
+def catalogue(lang: str) -> Dict[str, str]:
+    """``{English template: translation}`` for `lang` (empty for English); read once per process."""
+    if lang not in CATALOGUE_FILES:
+        return {}
+    return {msgid: msgstr for (ctx, msgid), msgstr in read_po(CATALOGUE_DIR / CATALOGUE_FILES[lang]).items()}
+
+
+def translate(lang: str, template: str, **fields: object) -> str:
+    """`template` in `lang`, with `fields` filled in (``str.format`` style)."""
+    return catalogue(lang).get(template, template).format(**fields)
+
+
+def _(template: str, **fields: object) -> str:
+    """`template` in the current language (`get_language`), with `fields` filled in."""
+    return translate(get_language(), template, **fields)
+
+
+def N_(template: str) -> str:
+    """Mark `template` for the catalogue without translating it now (it is passed to `_` later)."""
+    return template

@@ -6,15 +6,18 @@
 - ``lab.my_scheduler()``: your scheduler class from the saved answers (or the labelled fallback);
   ``lab.needs_chapter(Sim, what)``: True for a chapter-style class, else one "skipped" line.
 - ``lab.status()``, ``lab.load_answers()``, ``lab.save_answer(name, fn)``, ``lab.answers_dir()``.
+- ``lab.download_answers()``, ``lab.upload_answers()``, ``lab.use_drive()``: answers across Colab
+  machines; ``lab.report_setup(...)`` is the setup cell's last line.
 """
 from __future__ import annotations
 
-from typing import Callable
+from typing import Callable, Optional
 
 from kvsched_lab.course.answers import (
     ANSWERS_DIRNAME, ANSWERS_ENV, answer_status, answers_dir, fallback_scheduler, is_chapter_scheduler,
     load_answers, my_scheduler, needs_chapter, save_answer, status,
 )
+from kvsched_lab.course.answers_io import download_answers, upload_answers, use_drive
 from kvsched_lab.course.checks import NOTEBOOK_OF, TODO_NAMES, CheckFailed, NotAttempted, Result, grade
 from kvsched_lab.course.hints import hint, reveal
 
@@ -38,9 +41,16 @@ def check(name: str, fn: Callable, save: bool = True) -> None:
     return None  # nothing echoed after the line
 
 
+def report_setup(installed_from: Optional[str] = None, answers_on_drive: bool = False) -> None:
+    """The setup cell's last line (see `kvsched_lab.course.setup_cell`, imported only when called)."""
+    from kvsched_lab.course.setup_cell import report_setup as report
+
+    report(installed_from, answers_on_drive)
+
+
 __all__ = [
     "ANSWERS_DIRNAME", "ANSWERS_ENV", "CheckFailed", "NOTEBOOK_OF", "NotAttempted", "Result", "TODO_NAMES",
-    "answer_status", "answers_dir", "check", "fallback_scheduler", "grade", "hint", "is_chapter_scheduler",
-    "load_answers", "my_scheduler", "needs_chapter", "reveal",
-    "save_answer", "status",
+    "answer_status", "answers_dir", "check", "download_answers", "fallback_scheduler", "grade", "hint",
+    "is_chapter_scheduler", "load_answers", "my_scheduler", "needs_chapter", "report_setup", "reveal",
+    "save_answer", "status", "upload_answers", "use_drive",
 ]

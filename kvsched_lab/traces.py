@@ -6,13 +6,17 @@ One request a line (REFERENCE.md section 2)::
 
 Each id stands for one 512-token block and ids are already chained: equal ids mean equal
 prefixes up to and including that block, and ``len(hash_ids) == ceil(input_length / 512)``.
-Trace files are data, never part of this repository: `resolve_trace` finds them on disk or
-downloads the public Mooncake files (pinned by commit and checked by SHA-256).
+The two public Mooncake traces ship inside the package, xz-compressed (``data/traces/``, with
+their Apache-2.0 licence and attribution in ``SOURCE.txt`` there), so named traces load offline;
+`resolve_trace` also finds other copies on disk or downloads the files (pinned by commit and
+checked by SHA-256). `load_trace` reads plain, ``.xz`` and ``.gz`` JSONL alike.
 """
 from __future__ import annotations
 
+import gzip
 import hashlib
 import json
+import lzma
 import math
 import os
 import random
@@ -20,7 +24,7 @@ import tempfile
 import urllib.request
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Iterable, List, Optional, Sequence, Tuple
+from typing import IO, Iterable, List, Optional, Sequence, Tuple
 
 MOONCAKE_BLOCK_TOKENS = 512
 
@@ -71,11 +75,20 @@ def parse_request(line: str, where: str, block_tokens: int = MOONCAKE_BLOCK_TOKE
     return Request(timestamp, input_length, output_length, tuple(ids))
 
 
+def open_text(path: Path) -> IO[str]:
+    """`path` opened for reading text; ``.xz`` and ``.gz`` files are decompressed on the fly."""
+    if path.suffix == ".xz":
+        return lzma.open(path, "rt", encoding="utf-8")
+    if path.suffix == ".gz":
+        return gzip.open(path, "rt", encoding="utf-8")
+    return path.open("r", encoding="utf-8")
+
+
 def load_trace(path: os.PathLike | str, block_tokens: int = MOONCAKE_BLOCK_TOKENS) -> List[Request]:
-    """Read a Mooncake-format JSONL file in file order (blank lines are skipped)."""
+    """Read a Mooncake-format JSONL file (plain, .xz or .gz) in file order (blank lines are skipped)."""
     path = Path(path)
     requests = []
-    with path.open("r", encoding="utf-8") as f:
+    with open_text(path) as f:
         for lineno, line in enumerate(f, start=1):
             if line.strip():
                 requests.append(parse_request(line, f"{path.name}:{lineno}", block_tokens))
@@ -159,11 +172,18 @@ MOONCAKE_TRACES = {
 }
 
 
+# The package's own copies of MOONCAKE_TRACES, xz-compressed (licence and attribution beside them).
+PACKAGED_TRACES_DIR = Path(__file__).resolve().parent / "data" / "traces"
+# A named trace may sit in a search folder plain or compressed; the first match wins.
+TRACE_SUFFIXES = ("", ".xz", ".gz")
+
+
 def trace_search_dirs() -> List[Path]:
-    """Where named traces are looked for, in order: $KVSCHED_TRACES, ../shared/traces, the cache."""
+    """Where named traces are looked for, in order: $KVSCHED_TRACES, the package, ../shared/traces, the cache."""
     dirs = []
     if os.environ.get("KVSCHED_TRACES"):
         dirs.append(Path(os.environ["KVSCHED_TRACES"]))
+    dirs.append(PACKAGED_TRACES_DIR)
     repo = Path(__file__).resolve().parent.parent
     dirs.append(repo.parent / "shared" / "traces")
     dirs.append(cache_dir())
@@ -202,14 +222,19 @@ def download(url: str, dest: Path, sha256: str, timeout_s: float = 30.0) -> Path
 
 
 def resolve_trace(name: str, allow_download: bool = True) -> Path:
-    """Path of the Mooncake trace `name` ("conversation" or "synthetic"), downloading if needed."""
+    """Path of the Mooncake trace `name` ("conversation" or "synthetic"), downloading if needed.
+
+    The package ships both, so this finds them offline; a copy in ``$KVSCHED_TRACES`` wins.
+    The path may end in ``.xz`` or ``.gz``: read it with `load_trace`.
+    """
     if name not in MOONCAKE_TRACES:
         raise ValueError(f"unknown Mooncake trace {name!r}; choose one of {sorted(MOONCAKE_TRACES)}")
     rel, sha = MOONCAKE_TRACES[name]
     filename = f"mooncake_{name}_trace.jsonl"
     for d in trace_search_dirs():
-        if (d / filename).is_file():
-            return d / filename
+        for suffix in TRACE_SUFFIXES:
+            if (d / (filename + suffix)).is_file():
+                return d / (filename + suffix)
     if not allow_download:
         raise FileNotFoundError(f"{filename} not found in {[str(d) for d in trace_search_dirs()]}")
     url = f"https://raw.githubusercontent.com/kvcache-ai/Mooncake/{MOONCAKE_COMMIT}/{rel}"

@@ -12,15 +12,18 @@
 - ``lab.status()``, ``lab.load_answers()``, ``lab.save_answer(name, fn)``, ``lab.answers_dir()``.
 - ``lab.set_language("zh")``: messages in Chinese from now on (default: ``$KVSCHED_LANG``, else
   English); ``lab.get_language()`` says which is in use.
+- ``lab.download_answers()``, ``lab.upload_answers()``, ``lab.use_drive()``: answers across Colab
+  machines; ``lab.report_setup(...)`` is the setup cell's last line.
 """
 from __future__ import annotations
 
-from typing import Callable
+from typing import Callable, Optional
 
 from kvsched_lab.course.answers import (
     ANSWERS_DIRNAME, ANSWERS_ENV, answer_status, answers_dir, fallback_scheduler, is_chapter_scheduler,
     load_answers, my_scheduler, needs_chapter, save_answer, scheduler_source, show_scheduler, status,
 )
+from kvsched_lab.course.answers_io import download_answers, upload_answers, use_drive
 from kvsched_lab.course.checks import NOTEBOOK_OF, TODO_NAMES, CheckFailed, NotAttempted, Result, grade
 from kvsched_lab.course.hints import hint, hint_reset, reveal
 from kvsched_lab.course.predict import compare_prediction
@@ -46,10 +49,17 @@ def check(name: str, fn: Callable, save: bool = True) -> None:
     return None  # nothing echoed after the line
 
 
+def report_setup(installed_from: Optional[str] = None, answers_on_drive: bool = False) -> None:
+    """The setup cell's last line (see `kvsched_lab.course.setup_cell`, imported only when called)."""
+    from kvsched_lab.course.setup_cell import report_setup as report
+
+    report(installed_from, answers_on_drive)
+
+
 __all__ = [
     "ANSWERS_DIRNAME", "ANSWERS_ENV", "CheckFailed", "NOTEBOOK_OF", "NotAttempted", "Result", "TODO_NAMES",
-    "answer_status", "answers_dir", "check", "compare_prediction", "fallback_scheduler", "get_language", "grade",
-    "hint", "hint_reset", "is_chapter_scheduler", "set_language",
-    "load_answers", "my_scheduler", "needs_chapter", "reveal",
-    "save_answer", "scheduler_source", "show_scheduler", "status",
+    "answer_status", "answers_dir", "check", "compare_prediction", "download_answers", "fallback_scheduler",
+    "get_language", "grade", "hint", "hint_reset", "is_chapter_scheduler", "report_setup", "set_language",
+    "load_answers", "my_scheduler", "needs_chapter", "reveal", "save_answer", "scheduler_source",
+    "show_scheduler", "status", "upload_answers", "use_drive",
 ]

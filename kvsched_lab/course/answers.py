@@ -61,6 +61,11 @@ def save_answer(name: str, fn: Callable, result: Optional[Result] = None, source
         "saved_at": time.strftime("%Y-%m-%dT%H:%M:%S"),
         "source": source,
     }
+    return write_record(name, record)
+
+
+def write_record(name: str, record: dict) -> Path:
+    """Write one answer record for TODO `name` into the answers folder, atomically; its path."""
     path = _path(name)
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_name(path.name + ".tmp")
@@ -80,17 +85,23 @@ def saved_records() -> Dict[str, dict]:
     return out
 
 
+def record_function(name: str, record: dict) -> Optional[Callable]:
+    """The function a saved `record` of TODO `name` defines, or None if its source fails or defines none."""
+    try:
+        ns = cell_namespace()
+        exec(compile(record["source"], f"<answer:{name}>", "exec"), ns)
+    except Exception:  # a broken or edited file counts as missing
+        return None
+    fn = ns.get(record.get("function", "")) or ns.get(TODO_METHODS[name])
+    return fn if callable(fn) else None
+
+
 def load_answers() -> Dict[str, Callable]:
     """``{todo: function}`` for every saved answer whose source still runs and defines its function."""
     fns = {}
     for name, record in saved_records().items():
-        try:
-            ns = cell_namespace()
-            exec(compile(record["source"], f"<answer:{name}>", "exec"), ns)
-        except Exception:  # a broken or edited file counts as missing
-            continue
-        fn = ns.get(record.get("function", "")) or ns.get(TODO_METHODS[name])
-        if callable(fn):
+        fn = record_function(name, record)
+        if fn is not None:
             fns[name] = fn
     return fns
 

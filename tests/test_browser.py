@@ -16,7 +16,6 @@ installed (`.ci/run` installs them when it can); no browser is ever downloaded.
 """
 from __future__ import annotations
 
-import base64
 import io
 import os
 import shutil
@@ -154,14 +153,12 @@ def run_notebook(driver, base: str, token: str, name: str) -> None:
     wait_for(lambda: finished() and (time.sleep(1.0) or finished()), RUN_TIMEOUT_S, f"{name} to run")
 
 
-def image_spread(src: str) -> int:
-    """How many distinct colours the PNG of an ``<img src="data:image/png;base64,...">`` has: a blank
-    figure has one or two, a drawn one hundreds."""
+def image_spread(png: bytes) -> int:
+    """How many distinct colours a PNG screenshot of the explorer's figure has: a blank figure has
+    one or two, a drawn one hundreds."""
     from PIL import Image
 
-    assert src.startswith("data:image/png;base64,"), src[:40]
-    png = base64.b64decode(src.split(",", 1)[1])
-    image = Image.open(io.BytesIO(png)).convert("RGBA")  # inline figures may have a transparent background
+    image = Image.open(io.BytesIO(png)).convert("RGBA")
     return len(image.getcolors(maxcolors=1 << 24) or [])
 
 
@@ -170,9 +167,13 @@ def image_spread(src: str) -> int:
 FIRST_FIGURES, FIGURES_AFTER_SLIDER = {}, {}
 
 
-def explorer_image_src(driver, explorer) -> str:
-    imgs = explorer.find_elements("css selector", ".widget-output img, .jp-OutputArea-output img")
-    return imgs[0].get_attribute("src") if imgs else ""
+def explorer_figure_png(explorer) -> bytes:
+    """The explorer's figure as the browser draws it (a screenshot of its image widget; ipywidgets 8
+    serves the PNG through a blob URL, 7 through a data URL), or b"" before it has a size."""
+    imgs = explorer.find_elements("css selector", "img.widget-image")
+    if not imgs or imgs[0].size["width"] < 50 or imgs[0].size["height"] < 50:
+        return b""
+    return imgs[0].screenshot_as_png
 
 
 @pytest.mark.parametrize("path", widget_notebooks(), ids=lambda p: p.name)
@@ -186,25 +187,25 @@ def test_widgets_render_and_respond_in_chromium(lab, browser, path):
     browser.save_screenshot(str(SHOTS / f"{stem}-page.png"))
     assert "Error displaying widget" not in page
     assert "VBox(" not in page and "HBox(" not in page, "a widget was printed as text, not displayed"
-    explorers = browser.find_elements("css selector", ".widget-vbox:has(.widget-slider):has(.widget-output)")
+    explorers = browser.find_elements("css selector", ".widget-vbox:has(.widget-slider):has(img.widget-image)")
     viewers = browser.find_elements("css selector", ".widget-vbox:has(.jupyter-button):has(.widget-html)")
     assert explorers or viewers, f"{path.name} shows no widget"
 
     for i, explorer in enumerate(explorers):
         browser.execute_script("arguments[0].scrollIntoView({block: 'center'});", explorer)
-        src = wait_for(lambda: explorer_image_src(browser, explorer), 60, "the explorer's first figure")
-        FIRST_FIGURES[f"{path.name} explorer {i}"] = image_spread(src)
-        text = explorer.find_element("css selector", ".widget-output").text
+        png = wait_for(lambda: explorer_figure_png(explorer), 60, "the explorer's first figure")
+        FIRST_FIGURES[f"{path.name} explorer {i}"] = image_spread(png)
+        text = explorer.find_element("css selector", ".widget-html").text
         assert "prefix-hit rate" in text, text
         time.sleep(0.5)  # let the scroll settle before the screenshot
         explorer.screenshot(str(SHOTS / f"{stem}-explorer{i}-first.png"))
         handle = explorer.find_element("css selector", ".widget-slider .noUi-handle, .widget-slider input")
         handle.click()
         handle.send_keys(Keys.ARROW_RIGHT)  # one step of 0.25
-        wait_for(lambda: "reuse=1.25" in explorer.find_element("css selector", ".widget-output").text, 60,
+        wait_for(lambda: "reuse=1.25" in explorer.find_element("css selector", ".widget-html").text, 60,
                  "the explorer's text to follow the reuse slider (1.00 -> 1.25)")
         time.sleep(2.0)  # the figure follows the text in the same update
-        FIGURES_AFTER_SLIDER[f"{path.name} explorer {i}"] = image_spread(explorer_image_src(browser, explorer))
+        FIGURES_AFTER_SLIDER[f"{path.name} explorer {i}"] = image_spread(explorer_figure_png(explorer))
         explorer.screenshot(str(SHOTS / f"{stem}-explorer{i}-after-slider.png"))
 
     for i, viewer in enumerate(viewers):
@@ -222,9 +223,6 @@ def test_widgets_render_and_respond_in_chromium(lab, browser, path):
         viewer.screenshot(str(SHOTS / f"{stem}-heapviewer{i}-after-next.png"))
 
 
-@pytest.mark.xfail(strict=True, reason="known, in widgets.py (being fixed with the explorer's slider defaults and "
-                   "first render): in JupyterLab the explorer's figure comes out blank (transparent) or partly "
-                   "drawn, although its text is right. Strict: the fix turns this red; then remove this mark.")
 def test_each_explorer_figure_is_drawn_on_first_render_and_after_the_slider():
     assert FIRST_FIGURES, "run with the widget notebooks' test above"
     blank = [f"{name} ({when})" for when, figures in (("first render", FIRST_FIGURES),

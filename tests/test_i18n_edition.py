@@ -181,11 +181,6 @@ def _clone_line(setup: str) -> str:
     return lines[0]
 
 
-@pytest.mark.xfail(strict=True, raises=AssertionError,
-                   reason="KNOWN BUG for the integrator: the English setup cell looks for kvsched_lab/ in the "
-                          "notebook's folder and its parent only, so a zh notebook in a plain clone (ModelScope) "
-                          "does not find it and pip-installs from GitHub instead. Fix in the English cell "
-                          "(search Path.cwd().parents too), then drop this marker.")
 def test_zh_setup_cell_finds_the_clone_from_notebooks_zh(monkeypatch):
     setup = cell_source(next(c for c in read_notebook(zh_path_for(ROOT, NOTEBOOKS[0]))["cells"] if is_setup_cell(c)))
     monkeypatch.chdir(ROOT / "notebooks" / "zh")

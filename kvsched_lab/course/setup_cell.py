@@ -36,8 +36,8 @@ installed_from = None
 try:
     import kvsched_lab.course as lab
 except ImportError:
-    clone = next((p for p in (Path.cwd(), Path.cwd().parent) if (p / "kvsched_lab").is_dir()), None)
-    if clone is not None:  # a local clone: notebooks/ sits next to kvsched_lab/
+    clone = next((p for p in (Path.cwd(), *Path.cwd().parents[:2]) if (p / "kvsched_lab").is_dir()), None)
+    if clone is not None:  # a local clone: notebooks/ (or notebooks/zh/) sits below kvsched_lab/'s folder
         sys.path.insert(0, str(clone))
     else:  # Colab / ModelScope: --no-deps never installs or upgrades the runtime's torch
         installed_from = os.environ.get("{REPO_URL_ENV}") or f"git+{{REPO_URL}}"

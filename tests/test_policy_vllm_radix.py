@@ -263,3 +263,21 @@ def test_radix_refuses_none_as_a_key():
         with pytest.raises(TypeError, match="root"):
             call()
         assert vars(p) == before
+
+
+@pytest.mark.parametrize("name", ["vllm", "radix"])
+def test_the_engine_with_real_kv_blocks_follows_both(name):
+    # Chained ids like a trace's: the engine's block keys then hit exactly where the ids do.
+    from types import SimpleNamespace
+
+    from kvsched_lab.model import TinyDecoderConfig
+    from kvsched_lab.real_kv import real_kv_replay
+
+    lists = chained(random.Random(4), 40, depth=5)
+    requests = [SimpleNamespace(hash_ids=ids) for ids in lists]
+    cfg = TinyDecoderConfig(vocab_size=64, dim=32, num_layers=1, num_heads=2, num_kv_heads=1, head_dim=16,
+                            ffn_hidden=32, max_positions=64)
+    out = real_kv_replay(requests, name, capacity_blocks=8, tokens_per_block=4, device="cpu", model_config=cfg,
+                         check_every=5)
+    expected = make_policy(name, 8).replay_requests(lists, 1)
+    assert out["protocol_hit_blocks"] == sum(expected) > 0 and out["max_abs_logit_diff"] <= 1e-4

@@ -5,6 +5,10 @@ A TODO cell is a code cell tagged ``todo:<name>`` (``score``, ``heap``, ``stale`
 ``self`` (``def _score(self, hits, size, last_used): ...``). Its check cell, right after it,
 is tagged ``check:<name>``. The notebooks, the public checks, the nbval tests and the grader
 all go through this module, so the tag and name rules live in one place.
+
+Notebook 08 adds two practice TODOs outside the chapter's 100 points (`PRACTICE_FUNCTIONS`): their
+cells are tagged ``practice:<name>`` and their check cells ``practice-check:<name>``, so nothing
+that reads the five TODOs (checks, answers, grader) sees them.
 """
 from __future__ import annotations
 
@@ -18,6 +22,8 @@ from typing import Callable, Dict, Hashable, List, Tuple, Union
 from kvsched_lab.scheduler import TODO_METHODS, CacheEntry
 
 TODO_NAMES: Tuple[str, ...] = tuple(TODO_METHODS)
+# Notebook 08's practice TODOs (not graded): name -> the function its cell defines.
+PRACTICE_FUNCTIONS: Dict[str, str] = {"free_order": "free_queue_after", "leaf_victim": "radix_victim"}
 Notebook = dict  # nbformat v4 JSON
 
 
@@ -59,10 +65,17 @@ def reference_sources() -> Dict[str, str]:
             for name, method in TODO_METHODS.items()}
 
 
-def fill_todos(nb: Notebook, sources: Dict[str, str]) -> Notebook:
-    """A copy of `nb` whose TODO cells hold `sources` (e.g. `reference_sources()`)."""
+def practice_reference_sources() -> Dict[str, str]:
+    """The reference's source per practice TODO (instructor-only ``solutions.practice``)."""
+    from solutions import practice
+
+    return {name: textwrap.dedent(inspect.getsource(getattr(practice, fn))) for name, fn in PRACTICE_FUNCTIONS.items()}
+
+
+def fill_todos(nb: Notebook, sources: Dict[str, str], kind: str = "todo") -> Notebook:
+    """A copy of `nb` whose cells tagged `kind` (``todo``, or ``practice``) hold `sources`."""
     out = json.loads(json.dumps(nb))
-    for name, idx in tagged_cells(out, "todo").items():
+    for name, idx in tagged_cells(out, kind).items():
         if name in sources:
             for i in idx:
                 out["cells"][i]["source"] = sources[name]
@@ -88,4 +101,16 @@ def load_method(name: str, source: str) -> Callable:
     fn = ns.get(TODO_METHODS[name])
     if not callable(fn):
         raise LookupError(f"the todo:{name} cell must define a function named {TODO_METHODS[name]}")
+    return fn
+
+
+def load_practice(name: str, source: str) -> Callable:
+    """Run one practice cell's source and return the function it defines for practice TODO `name`."""
+    if name not in PRACTICE_FUNCTIONS:
+        raise ValueError(f"unknown practice TODO {name!r}; expected one of {list(PRACTICE_FUNCTIONS)}")
+    ns: dict = {}
+    exec(compile(source, f"<practice:{name}>", "exec"), ns)
+    fn = ns.get(PRACTICE_FUNCTIONS[name])
+    if not callable(fn):
+        raise LookupError(f"the practice:{name} cell must define a function named {PRACTICE_FUNCTIONS[name]}")
     return fn

@@ -3,8 +3,10 @@
 Every ``notebooks/*.ipynb`` is picked up. Two nbval runs, each a pytest subprocess in its own
 temporary folder with its own ``KVSCHED_ANSWERS``, run side by side:
 
-- **filled**: every TODO cell holds the reference method: every cell passes;
-- **stub**: the notebooks as shipped: exactly the check cells fail (``validate --invert``), nothing else;
+- **filled**: every TODO cell holds the reference method (and notebook 08's practice cells the reference
+  of `solutions.practice`): every cell passes;
+- **stub**: the notebooks as shipped: exactly the check cells fail (``validate --invert``), practice
+  checks included, nothing else;
 - then, in the stub run, copies with the chapter's answer line pasted into ONE TODO stub:
   exactly that check turns green.
 """
@@ -21,10 +23,12 @@ from pathlib import Path
 
 import pytest
 
-from kvsched_lab.course.checks import grade
+from kvsched_lab.course.checks import NotAttempted, grade
+from kvsched_lab.course.practice import check_practice
 from kvsched_lab.scheduler import TODO_METHODS
 from kvsched_lab.todos import (
-    cell_source, fill_todos, load_method, read_notebook, reference_sources, tagged_cells, write_notebook,
+    PRACTICE_FUNCTIONS, cell_source, fill_todos, load_method, load_practice, practice_reference_sources,
+    read_notebook, reference_sources, tagged_cells, write_notebook,
 )
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -132,8 +136,8 @@ class Run:
 def runs(tmp_path_factory):
     base = tmp_path_factory.mktemp("nbval")
     nbs = {p.name: read_notebook(p) for p in NOTEBOOKS}
-    refs = reference_sources()
-    filled = {name: fill_todos(nb, refs) for name, nb in nbs.items()}
+    refs, practice = reference_sources(), practice_reference_sources()
+    filled = {name: fill_todos(fill_todos(nb, refs), practice, kind="practice") for name, nb in nbs.items()}
     pasted = {}
     for name, nb in nbs.items():
         for todo, idx in tagged_cells(nb, "todo").items():
@@ -150,13 +154,13 @@ def runs(tmp_path_factory):
     return done
 
 
-def _check_cell_indices(nb):
-    """``{code cell index: TODO name}`` for the check cells of `nb`."""
+def _check_cell_indices(nb, kind="check"):
+    """``{code cell index: TODO name}`` for the check cells of `nb` (``practice-check``: notebook 08's)."""
     out = {}
     for i, cell in enumerate(code_cells(nb)):
         for tag in cell_tags(cell):
-            kind, _, name = tag.partition(":")
-            if kind == "check":
+            k, _, name = tag.partition(":")
+            if k == kind:
                 out[i] = name
     return out
 
@@ -185,10 +189,12 @@ def test_stub_notebooks_fail_exactly_their_check_cells(runs):
     assert ran == set(run.names), "some notebook did not run"
     for path in NOTEBOOKS:
         checks = _check_cell_indices(read_notebook(path))
+        practice = _check_cell_indices(read_notebook(path), "practice-check")
         got = failed.get(path.name, {})
-        assert set(got) == set(checks), (path.name, sorted(got), sorted(checks), run.output[-4000:])
+        assert set(got) == set(checks) | set(practice), (path.name, sorted(got), sorted(checks), run.output[-4000:])
         for i, text in got.items():
-            assert "not attempted" in text and f"lab.hint('{checks[i]}')" in text, (path.name, i, text[-800:])
+            hint = "" if i in practice else f"lab.hint('{checks[i]}')"
+            assert "not attempted" in text and hint in text, (path.name, i, text[-800:])
 
 
 def test_pasting_the_chapters_answer_turns_exactly_its_check_green(runs):
@@ -218,18 +224,38 @@ def test_notebook_is_committed_clean(path):
         assert cell.get("outputs") == [] and cell.get("execution_count") is None, cell_source(cell)[:80]
 
 
+def _stub_not_attempted(name, source):
+    return grade(name, load_method(name, source)).status == "not attempted"
+
+
+def _practice_not_attempted(name, source):
+    try:
+        check_practice(name, load_practice(name, source))
+    except NotAttempted:
+        return True
+    return False
+
+
+# TODO kind -> (its check cells' kind, name -> function, the check call, "the stub is not attempted")
+TODO_KINDS = {
+    "todo": ("check", TODO_METHODS, 'lab.check("{name}", {fn})', _stub_not_attempted),
+    "practice": ("practice-check", PRACTICE_FUNCTIONS, 'check_practice("{name}", {fn})', _practice_not_attempted),
+}
+
+
 @pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.name)
-def test_every_todo_cell_is_followed_by_its_check_cell(path):
+@pytest.mark.parametrize("kind", TODO_KINDS)
+def test_every_todo_cell_is_followed_by_its_check_cell(path, kind):
+    check_kind, functions, call, not_attempted = TODO_KINDS[kind]
     nb = read_notebook(path)
     cells = nb["cells"]
-    for name, idx in tagged_cells(nb, "todo").items():
-        assert name in TODO_METHODS and len(idx) == 1, (name, idx)
+    for name, idx in tagged_cells(nb, kind).items():
+        assert name in functions and len(idx) == 1, (name, idx)
         nxt = cells[idx[0] + 1]
-        assert nxt["cell_type"] == "code" and cell_tags(nxt) == [f"check:{name}"], (name, cell_tags(nxt))
-        assert cell_source(nxt).strip() == f'lab.check("{name}", {TODO_METHODS[name]})'
-        stub = load_method(name, cell_source(cells[idx[0]]))
-        assert grade(name, stub).status == "not attempted"
-    assert set(tagged_cells(nb, "check")) == set(tagged_cells(nb, "todo"))
+        assert nxt["cell_type"] == "code" and cell_tags(nxt) == [f"{check_kind}:{name}"], (name, cell_tags(nxt))
+        assert cell_source(nxt).strip() == call.format(name=name, fn=functions[name])
+        assert not_attempted(name, cell_source(cells[idx[0]]))
+    assert set(tagged_cells(nb, check_kind)) == set(tagged_cells(nb, kind))
 
 
 def test_the_series_has_each_of_the_five_todos_exactly_once():

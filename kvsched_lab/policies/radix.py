@@ -28,8 +28,9 @@ Unlike SGLang, which builds a heap over all leaves at eviction time, the leaves 
 evicted wait in a heap with lazy deletion: a node is pushed when it becomes an unlocked leaf
 (at its request's end, or when its last child is evicted) as ``(access << 40 | serial, key)``;
 a popped record is used only if its node is still cached with that access time and serial, and
-still an unlocked leaf. The heap is compacted when stale records outnumber live entries at a
-request's start: O(log n) a touch.
+still an unlocked leaf. At a request's end the heap is compacted if stale records outnumber the
+nodes: O(log n) a touch. A leaf that becomes a candidate while evicting, older than every record
+in the heap, is the next victim anyway: the replay loop keeps it aside instead of pushing it.
 """
 from __future__ import annotations
 
@@ -173,10 +174,9 @@ class RadixPolicy(Policy):
     # -- the replay fast path: begin_request, touch_in_request and the hooks, inlined -------------
     def _replay(self, hash_id_lists: Iterable[Sequence[Hashable]], bytes_: int) -> List[int]:
         entries, node, locked, heap, emit = self.entries, self.node, self.locked, self.heap, self.log.append_event
-        heappush, heappop = heapq.heappush, heapq.heappop
+        heappush, heappop, contains = heapq.heappush, heapq.heappop, entries.__contains__
         add, evict, reuse, skip, root, shift = ADD, EVICT, REUSE, SKIP, ROOT, SERIAL_BITS
-        cap, cur, hits, time = self.capacity_bytes, self.current_bytes, self.hits, self.time
-        contains = entries.__contains__
+        cap, cur, hits, time, serial = self.capacity_bytes, self.current_bytes, self.hits, self.time, self.num_inserted
         out: List[int] = []
         try:
             for ids in hash_id_lists:
@@ -194,39 +194,45 @@ class RadixPolicy(Policy):
                 if len(heap) > 2 * len(node) + 64:
                     self._compact()
                 self.request = request = self.request + 1
-                serial = self.num_inserted
+                time += len(ids)
                 locked_bytes, prev, stopped = 0, root, False
-                next_leaf = None  # a new leaf older than the heap's top, kept out of it until used
+                next_leaf = None  # a new leaf older than every heap record: the next victim, kept out of the heap
                 for key in ids:
-                    time += 1
                     nd = node.get(key)
                     if nd is not None:  # a hit: refresh, lock its path
                         hits += 1
                         emit((reuse, key))
                         nd[2] = request
-                        k = key
-                        while k is not root and k not in locked:
-                            locked[k] = None
-                            locked_bytes += entries[k]
-                            k = node[k][0]
+                        if key not in locked:
+                            locked[key] = None
+                            locked_bytes += entries[key]
+                            k = nd[0]
+                            while k is not root and k not in locked:
+                                locked[k] = None
+                                locked_bytes += entries[k]
+                                k = node[k][0]
                         prev = key
                         continue
                     if stopped or locked_bytes + bytes_ > cap:
                         stopped = True
                         emit((skip, key))
                         continue
+                    last = None  # the latest victim, logged with the add in one call
                     while cur + bytes_ > cap:  # evict the oldest unlocked leaf (`_pop_leaf`, inlined)
-                        if next_leaf is not None:
-                            record, old = next_leaf
-                            next_leaf = None
+                        if next_leaf is not None and next_leaf not in locked:  # a lock is all that can change it
+                            old, next_leaf = next_leaf, None
+                            nd = node[old]
                         else:
+                            next_leaf = None
                             record, old = heappop(heap)
-                        nd = node.get(old)
-                        if nd is None or nd[1] or (nd[2] << shift) | nd[3] != record or old in locked:
-                            continue  # a stale record
+                            nd = node.get(old)
+                            if nd is None or nd[1] or (nd[2] << shift) | nd[3] != record or old in locked:
+                                continue  # a stale record
                         del node[old]
                         cur -= entries.pop(old)
-                        emit((evict, old))
+                        if last is not None:
+                            emit((evict, last))
+                        last = old
                         parent = nd[0]
                         if parent is not root:
                             p = node[parent]
@@ -235,23 +241,22 @@ class RadixPolicy(Policy):
                                 record = (p[2] << shift) | p[3]
                                 if heap and heap[0][0] < record:
                                     heappush(heap, (record, parent))
-                                else:  # older than every record: the next victim, no heap needed
-                                    next_leaf = (record, parent)
+                                else:
+                                    next_leaf = parent
                     if prev is not root:
                         node[prev][1] += 1
                     node[key] = [prev, 0, request, serial]
                     serial += 1
-                    self.num_inserted = serial
                     entries[key] = bytes_
                     cur += bytes_
                     locked[key] = None
                     locked_bytes += bytes_
                     prev = key
-                    emit((add, key))
-                if next_leaf is not None:  # the heap holds every candidate between requests
-                    heappush(heap, next_leaf)
-                    next_leaf = None
+                    emit((add, key) if last is None else (evict, last, add, key))
+                if next_leaf is not None and next_leaf not in locked:  # the heap holds every candidate between requests
+                    nd = node[next_leaf]
+                    heappush(heap, ((nd[2] << shift) | nd[3], next_leaf))
                 self.locked_bytes, self._prev, self._stopped = locked_bytes, prev, stopped
         finally:  # keep the counters true even if the replay is interrupted
-            self.current_bytes, self.hits, self.time = cur, hits, time
+            self.current_bytes, self.hits, self.time, self.num_inserted = cur, hits, time, serial
         return out

@@ -153,6 +153,16 @@ def test_run_concurrent_on_trace_requests_reports_every_figure():
         run_concurrent(trace, ConcurrentConfig(num_blocks=16), model=MODEL, check="some")
 
 
+def test_a_trace_with_one_request_too_long_for_the_pool_queues_nothing():
+    eng = engine(num_blocks=4)
+    trace = [SimpleNamespace(hash_ids=[1, 2], output_length=3), SimpleNamespace(hash_ids=[1, 2, 3, 4], output_length=3)]
+    with pytest.raises(ValueError, match="trace request 1: .* needs 5 blocks; the pool has 4"):
+        eng.submit_trace(trace)
+    assert not eng.requests and not eng.waiting
+    eng.submit_trace(trace[:1])
+    assert eng.run().requests_finished == 1
+
+
 def test_cli_concurrent_mode(capsys):
     from kvsched_lab.cli import main
 

@@ -27,7 +27,7 @@ from __future__ import annotations
 import operator
 from collections import deque
 from dataclasses import dataclass, field
-from typing import Any, Deque, Dict, Iterable, List, Optional, Sequence
+from typing import Any, Deque, Dict, Iterable, List, Optional, Sequence, Tuple
 
 import torch
 
@@ -132,6 +132,29 @@ class ConcurrentEngine:
     # -- submitting ----------------------------------------------------------------------------
     def submit(self, prompt: Sequence[int], output_length: int) -> ServedRequest:
         """Queue a request; it must fit the pool alone, prompt and (capped) output together."""
+        prompt, output_length = self._checked(prompt, output_length)
+        request = ServedRequest(len(self.requests), prompt, output_length)
+        self.requests.append(request)
+        self.waiting.append(request)
+        return request
+
+    def submit_trace(self, trace_requests: Iterable[Any], *, block_seed: int = 0) -> None:
+        """Queue Mooncake requests: each block id becomes `tokens_per_block` tokens, output from the trace.
+
+        All are checked first: one that cannot be served queues none (a ValueError naming it)."""
+        bs, vocab = self.config.tokens_per_block, self.model.config.vocab_size
+        checked = []
+        for i, r in enumerate(trace_requests):
+            tokens = [t for b in r.hash_ids for t in block_id_tokens(b, bs, vocab, block_seed)]
+            try:
+                checked.append(self._checked(tokens, max(int(r.output_length), 1)))
+            except ValueError as e:
+                raise ValueError(f"trace request {i}: {e}") from None
+        for prompt, output_length in checked:
+            self.submit(prompt, output_length)
+
+    def _checked(self, prompt: Sequence[int], output_length: int) -> Tuple[List[int], int]:
+        """The prompt as a list and the capped output length; ValueError/TypeError for a request that cannot run."""
         cfg, model_cfg = self.config, self.model.config
         prompt = [operator.index(t) for t in prompt]  # a TypeError for a float or a string token
         if not prompt or any(not 0 <= t < model_cfg.vocab_size for t in prompt):
@@ -145,17 +168,7 @@ class ConcurrentEngine:
         if -(-total // cfg.tokens_per_block) > cfg.num_blocks:
             raise ValueError(f"a request of {total} tokens needs {-(-total // cfg.tokens_per_block)} blocks; "
                              f"the pool has {cfg.num_blocks}")
-        request = ServedRequest(len(self.requests), prompt, output_length)
-        self.requests.append(request)
-        self.waiting.append(request)
-        return request
-
-    def submit_trace(self, trace_requests: Iterable[Any], *, block_seed: int = 0) -> None:
-        """Queue Mooncake requests: each block id becomes `tokens_per_block` tokens, output from the trace."""
-        bs, vocab = self.config.tokens_per_block, self.model.config.vocab_size
-        for r in trace_requests:
-            tokens = [t for b in r.hash_ids for t in block_id_tokens(b, bs, vocab, block_seed)]
-            self.submit(tokens, max(int(r.output_length), 1))
+        return prompt, output_length
 
     # -- running -------------------------------------------------------------------------------
     def run(self, max_steps: int = 100_000) -> ConcurrentReport:

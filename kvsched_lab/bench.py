@@ -282,14 +282,15 @@ def bench_notebooks(names: Optional[Sequence[str]] = None, timeout_s: float = 12
     import nbformat
     from nbclient import NotebookClient
 
-    from kvsched_lab.todos import fill_todos, read_notebook, reference_sources
+    from kvsched_lab.todos import fill_todos, practice_reference_sources, read_notebook, reference_sources
 
     folder = folder or Path(__file__).resolve().parent.parent / "notebooks"
     paths = [folder / n for n in names] if names else sorted(folder.glob("*.ipynb"))
     try:
         sources: Optional[Dict[str, str]] = reference_sources(optional=True)  # the optional TODOs too
+        practice = practice_reference_sources()  # notebook 08's practice TODOs
     except ImportError:
-        sources = None
+        sources = practice = None
     seconds: Dict[str, float] = {}
     errors: Dict[str, str] = {}
     with tempfile.TemporaryDirectory() as tmp:
@@ -298,7 +299,8 @@ def bench_notebooks(names: Optional[Sequence[str]] = None, timeout_s: float = 12
         try:
             for path in paths:
                 raw = read_notebook(path)
-                nb = nbformat.reads(json.dumps(fill_todos(raw, sources) if sources else raw), as_version=4)
+                filled = fill_todos(fill_todos(raw, sources), practice, kind="practice") if sources else raw
+                nb = nbformat.reads(json.dumps(filled), as_version=4)
                 start = time.perf_counter()
                 try:
                     NotebookClient(nb, timeout=timeout_s, allow_errors=sources is None,

@@ -28,7 +28,17 @@ def _load_requests(args: argparse.Namespace):
 
 def _cmd_replay(args: argparse.Namespace) -> int:
     requests = _load_requests(args)
-    if args.real_kv:
+    if args.concurrent:
+        from kvsched_lab.kv import ConcurrentConfig, run_concurrent
+        from kvsched_lab.model import TinyDecoder
+
+        if args.policy != "vllm":
+            raise ValueError("--concurrent runs vLLM's block pool (free-block queue, tail first): use --policy vllm")
+        config = ConcurrentConfig(num_blocks=args.capacity_blocks, tokens_per_block=args.tokens_per_block,
+                                  max_running=args.max_running, max_output_tokens=args.max_output_tokens)
+        report = run_concurrent(requests, config, model=TinyDecoder(device=args.device))
+        out = {"policy": args.policy, "trace": args.trace, **report.summary()}
+    elif args.real_kv:
         from kvsched_lab.real_kv import real_kv_replay
 
         out = real_kv_replay(requests, args.policy, capacity_blocks=args.capacity_blocks,
@@ -115,7 +125,14 @@ def build_parser() -> argparse.ArgumentParser:
     rp.add_argument("--max-requests", type=int, default=None, help="replay only the first N requests")
     rp.add_argument("--real-kv", action="store_true",
                     help="run the replay through the engine: real KV blocks and the tiny model")
-    rp.add_argument("--tokens-per-block", type=int, default=16, help="with --real-kv: tokens in one block")
+    rp.add_argument("--concurrent", action="store_true",
+                    help="serve the requests concurrently on real KV blocks (prefill, decode, preemption); "
+                         "--capacity-blocks is then the whole pool")
+    rp.add_argument("--max-running", type=int, default=8, help="with --concurrent: requests decoding at once")
+    rp.add_argument("--max-output-tokens", type=int, default=32,
+                    help="with --concurrent: cap on each request's output_length from the trace")
+    rp.add_argument("--tokens-per-block", type=int, default=16,
+                    help="with --real-kv or --concurrent: tokens in one block")
     rp.add_argument("--device", default=None, help="with --real-kv: cpu, cuda, cuda:1 (default: GPU if any)")
     rp.set_defaults(func=_cmd_replay)
 

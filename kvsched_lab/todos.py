@@ -9,6 +9,9 @@ all go through this module, so the tag and name rules live in one place.
 Optional TODOs beyond the chapter (``OPTIONAL_TODO_METHODS``, e.g. ``aging`` in notebook 05)
 use the same tags and have public checks, but `todo_sources` (what the grader reads) and
 `TODO_NAMES` stay the five graded ones.
+Notebook 08 adds two practice TODOs outside the chapter's 100 points (`PRACTICE_FUNCTIONS`): their
+cells are tagged ``practice:<name>`` and their check cells ``practice-check:<name>``, so nothing
+that reads the five TODOs (checks, answers, grader) sees them.
 """
 from __future__ import annotations
 
@@ -23,6 +26,8 @@ from typing import Callable, Dict, Hashable, List, Tuple, Union
 from kvsched_lab.scheduler import ALL_TODO_METHODS, OPTIONAL_TODO_METHODS, TODO_METHODS, CacheEntry
 
 TODO_NAMES: Tuple[str, ...] = tuple(TODO_METHODS)
+# Notebook 08's practice TODOs (not graded): name -> the function its cell defines.
+PRACTICE_FUNCTIONS: Dict[str, str] = {"free_order": "free_queue_after", "leaf_victim": "radix_victim"}
 Notebook = dict  # nbformat v4 JSON
 
 
@@ -72,10 +77,17 @@ def reference_sources(optional: bool = False) -> Dict[str, str]:
     return out
 
 
-def fill_todos(nb: Notebook, sources: Dict[str, str]) -> Notebook:
-    """A copy of `nb` whose TODO cells hold `sources` (e.g. `reference_sources()`)."""
+def practice_reference_sources() -> Dict[str, str]:
+    """The reference's source per practice TODO (instructor-only ``solutions.practice``)."""
+    from solutions import practice
+
+    return {name: textwrap.dedent(inspect.getsource(getattr(practice, fn))) for name, fn in PRACTICE_FUNCTIONS.items()}
+
+
+def fill_todos(nb: Notebook, sources: Dict[str, str], kind: str = "todo") -> Notebook:
+    """A copy of `nb` whose cells tagged `kind` (``todo``, or ``practice``) hold `sources`."""
     out = json.loads(json.dumps(nb))
-    for name, idx in tagged_cells(out, "todo").items():
+    for name, idx in tagged_cells(out, kind).items():
         if name in sources:
             for i in idx:
                 out["cells"][i]["source"] = sources[name]
@@ -101,4 +113,16 @@ def load_method(name: str, source: str) -> Callable:
     fn = ns.get(ALL_TODO_METHODS[name])
     if not callable(fn):
         raise LookupError(f"the todo:{name} cell must define a function named {ALL_TODO_METHODS[name]}")
+    return fn
+
+
+def load_practice(name: str, source: str) -> Callable:
+    """Run one practice cell's source and return the function it defines for practice TODO `name`."""
+    if name not in PRACTICE_FUNCTIONS:
+        raise ValueError(f"unknown practice TODO {name!r}; expected one of {list(PRACTICE_FUNCTIONS)}")
+    ns: dict = {}
+    exec(compile(source, f"<practice:{name}>", "exec"), ns)
+    fn = ns.get(PRACTICE_FUNCTIONS[name])
+    if not callable(fn):
+        raise LookupError(f"the practice:{name} cell must define a function named {PRACTICE_FUNCTIONS[name]}")
     return fn

@@ -4,11 +4,13 @@ Every ``notebooks/*.ipynb`` and its Chinese edition ``notebooks/zh/*.ipynb`` are
 nbval runs, each a pytest subprocess in its own temporary folder with its own ``KVSCHED_ANSWERS``,
 run side by side:
 
-- **filled**: every TODO cell holds the reference method: every cell passes (both editions);
-- **stub**: the notebooks as shipped: exactly the check cells fail (``validate --invert``), nothing
-  else, with the "not attempted" message in the notebook's language (the zh setup cell selects it).
-  Of the zh edition only the notebooks with TODOs run here: the others hold the English code
-  cell for cell (tests/test_i18n_edition.py), which this run already executes as shipped;
+- **filled**: every TODO cell holds the reference method (and notebook 08's practice cells the
+  reference of `solutions.practice`): every cell passes (both editions);
+- **stub**: the notebooks as shipped: exactly the check cells fail (``validate --invert``), practice
+  checks included, nothing else, with the "not attempted" message in the notebook's language (the
+  zh setup cell selects it). Of the zh edition only the notebooks with TODOs run here: the others
+  hold the English code cell for cell (tests/test_i18n_edition.py), which this run already executes
+  as shipped;
 - then, in the stub run, copies with the chapter's answer line pasted into ONE TODO stub:
   exactly that check turns green.
 
@@ -28,12 +30,13 @@ from pathlib import Path
 
 import pytest
 
-from kvsched_lab.course.checks import grade
+from kvsched_lab.course.checks import NotAttempted, grade
 from kvsched_lab.course.hints import HINTS_FILENAME
+from kvsched_lab.course.practice import check_practice
 from kvsched_lab.scheduler import ALL_TODO_METHODS, OPTIONAL_TODO_METHODS, TODO_METHODS
 from kvsched_lab.todos import (
-    cell_source, fill_todos, load_method, read_notebook, reference_sources, tagged_cells, todo_sources,
-    write_notebook,
+    PRACTICE_FUNCTIONS, cell_source, fill_todos, load_method, load_practice, practice_reference_sources,
+    read_notebook, reference_sources, tagged_cells, todo_sources, write_notebook,
 )
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -149,8 +152,9 @@ def runs(tmp_path_factory):
     nbs = {p.name: read_notebook(p) for p in NOTEBOOKS}
     zh = {ZH_PREFIX + p.name: read_notebook(p) for p in ZH_NOTEBOOKS}
     zh_with_todos = {name: nb for name, nb in zh.items() if tagged_cells(nb, "todo")}
-    refs = reference_sources(optional=True)
-    filled = {name: fill_todos(nb, refs) for name, nb in {**nbs, **zh}.items()}
+    refs, practice = reference_sources(optional=True), practice_reference_sources()
+    filled = {name: fill_todos(fill_todos(nb, refs), practice, kind="practice")
+              for name, nb in {**nbs, **zh}.items()}
     pasted = {}
     for name, nb in nbs.items():
         for todo, idx in tagged_cells(nb, "todo").items():
@@ -168,13 +172,13 @@ def runs(tmp_path_factory):
     return done
 
 
-def _check_cell_indices(nb):
-    """``{code cell index: TODO name}`` for the check cells of `nb`."""
+def _check_cell_indices(nb, kind="check"):
+    """``{code cell index: TODO name}`` for the check cells of `nb` (``practice-check``: notebook 08's)."""
     out = {}
     for i, cell in enumerate(code_cells(nb)):
         for tag in cell_tags(cell):
-            kind, _, name = tag.partition(":")
-            if kind == "check":
+            k, _, name = tag.partition(":")
+            if k == kind:
                 out[i] = name
     return out
 
@@ -214,10 +218,12 @@ def test_stub_notebooks_fail_exactly_their_check_cells(runs, lang):
     assert len(paths) == (len(NOTEBOOKS) if lang == "en" else len(TODO_NOTEBOOKS))
     for name, path in paths.items():
         checks = _check_cell_indices(read_notebook(path))
+        practice = _check_cell_indices(read_notebook(path), "practice-check")
         got = failed.get(name, {})
-        assert set(got) == set(checks), (name, sorted(got), sorted(checks), run.output[-4000:])
+        assert set(got) == set(checks) | set(practice), (name, sorted(got), sorted(checks), run.output[-4000:])
         for i, text in got.items():
-            assert NOT_ATTEMPTED[lang] in text and f"lab.hint('{checks[i]}')" in text, (name, i, text[-800:])
+            hint = "" if i in practice else f"lab.hint('{checks[i]}')"
+            assert NOT_ATTEMPTED[lang] in text and hint in text, (name, i, text[-800:])
 
 
 def test_pasting_the_chapters_answer_turns_exactly_its_check_green(runs):
@@ -247,18 +253,38 @@ def test_notebook_is_committed_clean(path):
         assert cell.get("outputs") == [] and cell.get("execution_count") is None, cell_source(cell)[:80]
 
 
+def _stub_not_attempted(name, source):
+    return grade(name, load_method(name, source)).status == "not attempted"
+
+
+def _practice_not_attempted(name, source):
+    try:
+        check_practice(name, load_practice(name, source))
+    except NotAttempted:
+        return True
+    return False
+
+
+# TODO kind -> (its check cells' kind, name -> function, the check call, "the stub is not attempted")
+TODO_KINDS = {
+    "todo": ("check", ALL_TODO_METHODS, 'lab.check("{name}", {fn})', _stub_not_attempted),
+    "practice": ("practice-check", PRACTICE_FUNCTIONS, 'check_practice("{name}", {fn})', _practice_not_attempted),
+}
+
+
 @pytest.mark.parametrize("path", NOTEBOOKS + ZH_NOTEBOOKS, ids=lambda p: p.relative_to(ROOT / "notebooks").as_posix())
-def test_every_todo_cell_is_followed_by_its_check_cell(path):
+@pytest.mark.parametrize("kind", TODO_KINDS)
+def test_every_todo_cell_is_followed_by_its_check_cell(path, kind):
+    check_kind, functions, call, not_attempted = TODO_KINDS[kind]
     nb = read_notebook(path)
     cells = nb["cells"]
-    for name, idx in tagged_cells(nb, "todo").items():
-        assert name in ALL_TODO_METHODS and len(idx) == 1, (name, idx)
+    for name, idx in tagged_cells(nb, kind).items():
+        assert name in functions and len(idx) == 1, (name, idx)
         nxt = cells[idx[0] + 1]
-        assert nxt["cell_type"] == "code" and cell_tags(nxt) == [f"check:{name}"], (name, cell_tags(nxt))
-        assert cell_source(nxt).strip() == f'lab.check("{name}", {ALL_TODO_METHODS[name]})'
-        stub = load_method(name, cell_source(cells[idx[0]]))
-        assert grade(name, stub).status == "not attempted"
-    assert set(tagged_cells(nb, "check")) == set(tagged_cells(nb, "todo"))
+        assert nxt["cell_type"] == "code" and cell_tags(nxt) == [f"{check_kind}:{name}"], (name, cell_tags(nxt))
+        assert cell_source(nxt).strip() == call.format(name=name, fn=functions[name])
+        assert not_attempted(name, cell_source(cells[idx[0]]))
+    assert set(tagged_cells(nb, check_kind)) == set(tagged_cells(nb, kind))
 
 
 def test_the_series_has_each_of_the_five_todos_exactly_once():

@@ -21,9 +21,11 @@ from kvsched_lab.policies.fifo import FIFOPolicy
 from kvsched_lab.policies.gdsf import GDSFPolicy
 from kvsched_lab.policies.lfu import LFUPolicy
 from kvsched_lab.policies.lru import LRUPolicy
+from kvsched_lab.policies.radix import RadixPolicy
 from kvsched_lab.policies.s3fifo import S3FIFOPolicy
 from kvsched_lab.policies.s3fifo_prefix import PrefixS3FIFOPolicy
 from kvsched_lab.policies.s3fifo_repeat import RepeatS3FIFOPolicy
+from kvsched_lab.policies.vllm import VLLMPolicy
 
 # Policies the student release withholds: registry name -> (module, class name).
 CHAPTER_POLICIES: Dict[str, tuple] = {
@@ -53,7 +55,8 @@ POLICIES: Dict[str, type] = {
     cls.name: cls
     for cls in (
         FIFOPolicy, LRUPolicy, LFUPolicy, _chapter["seed"], _chapter["seed-compact"],
-        GDSFPolicy, S3FIFOPolicy, PrefixS3FIFOPolicy, RepeatS3FIFOPolicy, ARCPolicy, BeladyPolicy,
+        GDSFPolicy, S3FIFOPolicy, PrefixS3FIFOPolicy, RepeatS3FIFOPolicy, ARCPolicy, VLLMPolicy, RadixPolicy,
+        BeladyPolicy,
     )
     if cls is not None
 }
@@ -73,7 +76,8 @@ def make_policy(name: str, capacity_bytes: int, *, future: Optional[Sequence[Has
 
 __all__ = [
     "ARCPolicy", "BeladyPolicy", "CHAPTER_POLICIES", "FIFOPolicy", "GDSFPolicy", "LFUPolicy", "LRUPolicy",
-    "POLICIES", "Policy", "PrefixS3FIFOPolicy", "RepeatS3FIFOPolicy", "S3FIFOPolicy", "WITHHELD", "make_policy",
+    "POLICIES", "Policy", "PrefixS3FIFOPolicy", "RadixPolicy", "RepeatS3FIFOPolicy", "S3FIFOPolicy", "VLLMPolicy",
+    "WITHHELD", "make_policy",
 ]
 if _chapter["seed"] is not None:
     SeedPolicy = _chapter["seed"]

@@ -1,0 +1,126 @@
+"""Public checks of notebook 08's two practice TODOs: not graded, outside the chapter's 100 points.
+
+- ``free_order``: ``free_queue_after(free_queue, request_blocks)``, vLLM's free-block queue after
+  a request ends: its blocks join the back, tail block first.
+- ``leaf_victim``: ``radix_victim(parent, last_access, locked)``, SGLang's radix-tree victim: the
+  unlocked leaf with the oldest access time, or None when there is none.
+
+``check_practice(name, fn)`` runs the cases, prints one line when all pass and raises
+`CheckFailed` (`NotAttempted` for the untouched stub) otherwise. Messages say what is wrong,
+never the expected answer. Nothing is saved: these exercises do not feed the grader.
+"""
+from __future__ import annotations
+
+import copy
+from typing import Any, Callable, Dict, Hashable, List, Optional, Set, Tuple
+
+from kvsched_lab.course.checks import CheckFailed, NotAttempted
+from kvsched_lab.todos import PRACTICE_FUNCTIONS
+
+
+class _Wrong(Exception):
+    """One broken expectation, phrased for the learner."""
+
+
+def _call(fn: Callable, *args: Any) -> Any:
+    """Call `fn` on copies of `args`; complain if it changed them."""
+    copies = copy.deepcopy(args)
+    out = fn(*copies)
+    if copies != args:
+        raise _Wrong("the function changed its inputs; build and return a new result instead")
+    return out
+
+
+# --------------------------------------------------------------------------- free_order
+# (free queue before, the request's blocks head to tail)
+_FREE_CASES: List[Tuple[List[Hashable], List[Hashable]]] = [
+    ([], ["a"]),
+    ([], ["a", "b", "c"]),
+    (["x", "y"], ["a", "b", "c"]),
+    ([7, 3], [10, 11, 12, 13]),
+    (["x"], []),
+]
+
+
+def _check_free_order(fn: Callable) -> int:
+    for before, blocks in _FREE_CASES:
+        out = _call(fn, before, blocks)
+        if out is None:
+            raise _Wrong("return the new free queue (a list, front first)")
+        try:
+            got = list(out)
+        except TypeError:
+            raise _Wrong(f"return a list of blocks, front first, not {type(out).__name__}") from None
+        if sorted(map(str, got)) != sorted(map(str, before + blocks)):
+            raise _Wrong("the queue after the request must hold the blocks that were free plus the request's "
+                         "blocks, each exactly once")
+        if got[:len(before)] != before:
+            raise _Wrong("blocks that were already free keep their places at the front: the request's "
+                         "blocks join at the back")
+        tail = got[len(before):]
+        if len(blocks) > 1 and tail == blocks:
+            raise _Wrong("the request's blocks are in prompt order; which of them should be evicted first, "
+                         "a prompt's first block or its last?")
+        if tail != blocks[::-1]:
+            raise _Wrong("the request's blocks are at the back but not in the right order")
+    return len(_FREE_CASES)
+
+
+# --------------------------------------------------------------------------- leaf_victim
+# (parent of each cached block, last access time, locked blocks, the blocks that may be named)
+_LEAF_CASES: List[Tuple[Dict[Hashable, Optional[Hashable]], Dict[Hashable, int], Set[Hashable], str]] = [
+    # one chain a -> b -> c: only its tail is a leaf, although its head is older
+    ({"a": None, "b": "a", "c": "b"}, {"a": 1, "b": 2, "c": 3}, set(), "c"),
+    # two branches under a; the older leaf goes
+    ({"a": None, "b": "a", "c": "a"}, {"a": 5, "b": 3, "c": 4}, set(), "b"),
+    # the oldest leaf is locked (a running request reads it): the next one goes
+    ({"a": None, "b": "a", "d": None}, {"a": 1, "b": 2, "d": 6}, {"a", "b"}, "d"),
+    # first blocks of separate prompts are leaves too
+    ({1: None, 2: None, 3: 2}, {1: 9, 2: 1, 3: 4}, set(), 3),
+    # everything is locked: nothing can go
+    ({"a": None, "b": "a"}, {"a": 1, "b": 2}, {"a", "b"}, "none"),
+    # an empty tree
+    ({}, {}, set(), "none"),
+]
+
+
+def _check_leaf_victim(fn: Callable) -> int:
+    for parent, access, locked, want in _LEAF_CASES:
+        got = _call(fn, parent, access, locked)
+        if want == "none":
+            if got is not None:
+                raise _Wrong("when every leaf is locked (or the tree is empty), return None: nothing may be evicted")
+            continue
+        if got is None:
+            raise _Wrong("returned None although an unlocked leaf exists")
+        if not isinstance(got, Hashable) or got not in parent:
+            raise _Wrong(f"returned {got!r}, which is not a cached block")
+        if got in locked:
+            raise _Wrong("named a locked block: a running request is reading it")
+        if got in parent.values():
+            raise _Wrong("named a block that still has a child: evicting it would cut the child's prefix")
+        if got != want:
+            raise _Wrong("named an unlocked leaf, but not the one accessed longest ago")
+    return len(_LEAF_CASES)
+
+
+_CHECKS: Dict[str, Callable[[Callable], int]] = {"free_order": _check_free_order, "leaf_victim": _check_leaf_victim}
+
+
+def check_practice(name: str, fn: Any) -> None:
+    """Check practice TODO `name` on `fn`; one line on success, `CheckFailed` otherwise (not graded)."""
+    if name not in _CHECKS:
+        raise ValueError(f"unknown practice TODO {name!r}; the two are {', '.join(_CHECKS)}")
+    fn_name = PRACTICE_FUNCTIONS[name]
+    if not callable(fn):
+        raise CheckFailed(f"❌ {name}: pass the function itself, e.g. check_practice({name!r}, {fn_name})")
+    try:
+        cases = _CHECKS[name](fn)
+    except NotImplementedError:
+        raise NotAttempted(f"⬜ {name}: not attempted: write {fn_name} in the cell above, run it, then run "
+                           "this cell again") from None
+    except _Wrong as e:
+        raise CheckFailed(f"❌ {name}: failed: {e}") from None
+    except Exception as e:  # the learner's code crashed: say where, briefly
+        raise CheckFailed(f"❌ {name}: failed: your function raised {type(e).__name__}: {e}") from None
+    print(f"✅ {name}: passed ({cases} cases; practice, not graded)")

@@ -1,0 +1,330 @@
+"""`ConcurrentEngine`: several requests at once on real KV blocks: prefill, decode, pinning and preemption.
+
+The prefix-cache engine (`kvsched_lab.engine`) serves one prompt at a time. A server runs many:
+each request prefills its prompt (reusing cached prefix blocks), then decodes one token per step,
+and every running request's blocks are pinned while the cache keeps the rest. This engine does
+that on a `KVBlockPool` with the tiny model, the way vLLM v1 schedules by default:
+
+1. **Decode**, one token per step for every running request, oldest admitted first; a request
+   whose next token starts a new block takes one from the free queue, evicting the cached block
+   there. Full blocks (of the prompt or of generated tokens) enter the prefix cache.
+2. **Preemption**: when a step cannot get a block, the most recently admitted running request
+   is preempted (vLLM's ``self.running.pop()``): its blocks are released, tail first, and it
+   goes back to the front of the waiting queue to be recomputed later from its prompt and the
+   tokens it already generated (which its cached blocks may partly spare).
+3. **Admission**, first come first served, in a step without preemption: the next waiting
+   request is admitted if the free blocks cover its prompt after its cached prefix (the cached
+   blocks are pinned, the rest allocated, the prompt prefilled and its first token sampled); at
+   most `max_running` run at once.
+4. A request that has generated its `output_length` tokens finishes and releases its blocks.
+
+Tokens are greedy (argmax), so a preempted-and-resumed request must produce exactly the tokens,
+and within float tolerance the logits, of an uninterrupted run; `check_outputs` compares every
+finished request against a full recompute with ``model.forward``.
+"""
+from __future__ import annotations
+
+import operator
+from collections import deque
+from dataclasses import dataclass, field
+from typing import Any, Deque, Dict, Iterable, List, Optional, Sequence, Tuple
+
+import torch
+
+from kvsched_lab.engine import block_id_tokens, chain_block_keys
+from kvsched_lab.kv.block_manager import RefCountedBlockManager
+from kvsched_lab.model import TinyDecoder
+
+# Largest |logit difference| accepted between a served token and a full recompute: the same fp32
+# math in another order (chunked prefill + decode vs one pass) differs by ~1e-6 on CPU.
+LOGIT_TOLERANCE_FP32 = 1e-4
+LOGIT_TOLERANCE_HALF = 5e-2  # fp16 / bf16 on a GPU
+
+
+@dataclass
+class ConcurrentConfig:
+    """Sizes of one concurrent run."""
+
+    num_blocks: int  # KV blocks in the pool: pinned by running requests plus free (cached or empty)
+    tokens_per_block: int = 4  # tokens in one KV block
+    max_running: int = 4  # requests decoding at once (vLLM's max_num_seqs)
+    max_output_tokens: int = 16  # cap on a request's output_length, to keep CPU runs short
+
+    def __post_init__(self) -> None:
+        for name in ("num_blocks", "tokens_per_block", "max_running", "max_output_tokens"):
+            value = getattr(self, name)
+            if isinstance(value, bool) or not isinstance(value, int) or value <= 0:
+                raise ValueError(f"{name} must be an int > 0, got {value!r}")
+
+
+@dataclass
+class ServedRequest:
+    """One request's state and history in a concurrent run."""
+
+    index: int  # position in the submitted list
+    prompt: List[int]  # prompt token ids
+    output_length: int  # tokens to generate (already capped)
+    generated: List[int] = field(default_factory=list)  # sampled tokens so far
+    step_logits: List[torch.Tensor] = field(default_factory=list)  # (vocab,) logits that sampled each token
+    block_table: List[int] = field(default_factory=list)  # pool blocks of its tokens, head first
+    num_computed_tokens: int = 0  # tokens whose K/V sit in its blocks
+    num_preemptions: int = 0
+    finished: bool = False
+
+    @property
+    def tokens(self) -> List[int]:
+        """Prompt and generated tokens: what a resumed request recomputes."""
+        return self.prompt + self.generated
+
+
+@dataclass
+class ConcurrentReport:
+    """What one concurrent run did; ``blocks_in_use`` and ``preemption_steps`` feed the plot."""
+
+    requests: int
+    requests_finished: int
+    steps: int
+    preemptions: int
+    requests_preempted: int
+    tokens_recomputed: int  # tokens computed again after a preemption (their K/V had been computed)
+    tokens_generated: int
+    prefill_tokens_queried: int  # tokens of every prefill, resumes included (vLLM's prefix-cache queries)
+    prefill_tokens_cached: int  # ... served from cached blocks (its hits)
+    prefix_hit_rate: float
+    num_blocks: int
+    peak_blocks_in_use: int  # most blocks pinned by running requests at once
+    evictions: int  # cached blocks overwritten
+    blocks_in_use: List[int]  # pinned blocks after each step
+    running: List[int]  # running requests after each step
+    preemption_steps: List[int]  # the step of each preemption
+    preempted_requests: List[int]  # the request (index in submission order) of each preemption
+    outputs_checked: int = 0  # finished requests compared with a full recompute
+    preempted_outputs_checked: int = 0
+    max_abs_logit_diff: float = 0.0
+    logit_tolerance: float = LOGIT_TOLERANCE_FP32
+    outputs_match: Optional[bool] = None  # tokens equal and logits within tolerance; None before checking
+
+    def summary(self) -> Dict[str, Any]:
+        """The scalar figures (no per-step series)."""
+        return {k: v for k, v in vars(self).items() if not isinstance(v, list)}
+
+
+class ConcurrentEngine:
+    """Runs requests concurrently on a pool of real KV blocks; see the module docstring for the rules."""
+
+    def __init__(self, model: TinyDecoder, config: ConcurrentConfig) -> None:
+        self.model = model
+        self.config = config
+        self.blocks = RefCountedBlockManager(model.make_pool(config.num_blocks, config.tokens_per_block))
+        self.requests: List[ServedRequest] = []
+        self.waiting: Deque[ServedRequest] = deque()
+        self.running: List[ServedRequest] = []  # admission order: the last is preempted first
+        self.step_count = 0
+        self.preemption_steps: List[int] = []
+        self.preempted_requests: List[int] = []
+        self.blocks_in_use: List[int] = []
+        self.running_counts: List[int] = []
+        self.tokens_recomputed = 0
+        self.prefill_tokens_queried = 0
+        self.prefill_tokens_cached = 0
+        self.peak_blocks_in_use = 0
+
+    # -- submitting ----------------------------------------------------------------------------
+    def submit(self, prompt: Sequence[int], output_length: int) -> ServedRequest:
+        """Queue a request; it must fit the pool alone, prompt and (capped) output together."""
+        prompt, output_length = self._checked(prompt, output_length)
+        request = ServedRequest(len(self.requests), prompt, output_length)
+        self.requests.append(request)
+        self.waiting.append(request)
+        return request
+
+    def submit_trace(self, trace_requests: Iterable[Any], *, block_seed: int = 0) -> None:
+        """Queue Mooncake requests: each block id becomes `tokens_per_block` tokens, output from the trace.
+
+        All are checked first: one that cannot be served queues none (a ValueError naming it)."""
+        bs, vocab = self.config.tokens_per_block, self.model.config.vocab_size
+        checked = []
+        for i, r in enumerate(trace_requests):
+            tokens = [t for b in r.hash_ids for t in block_id_tokens(b, bs, vocab, block_seed)]
+            try:
+                checked.append(self._checked(tokens, max(int(r.output_length), 1)))
+            except ValueError as e:
+                raise ValueError(f"trace request {i}: {e}") from None
+        for prompt, output_length in checked:
+            self.submit(prompt, output_length)
+
+    def _checked(self, prompt: Sequence[int], output_length: int) -> Tuple[List[int], int]:
+        """The prompt as a list and the capped output length; ValueError/TypeError for a request that cannot run."""
+        cfg, model_cfg = self.config, self.model.config
+        prompt = [operator.index(t) for t in prompt]  # a TypeError for a float or a string token
+        if not prompt or any(not 0 <= t < model_cfg.vocab_size for t in prompt):
+            raise ValueError(f"a prompt needs at least one token, each in 0..{model_cfg.vocab_size - 1}")
+        if isinstance(output_length, bool) or not isinstance(output_length, int) or output_length <= 0:
+            raise ValueError(f"output_length must be an int > 0, got {output_length!r}")
+        output_length = min(output_length, cfg.max_output_tokens)
+        total = len(prompt) + output_length
+        if total > model_cfg.max_positions:
+            raise ValueError(f"{total} tokens exceed the model's max_positions={model_cfg.max_positions}")
+        if -(-total // cfg.tokens_per_block) > cfg.num_blocks:
+            raise ValueError(f"a request of {total} tokens needs {-(-total // cfg.tokens_per_block)} blocks; "
+                             f"the pool has {cfg.num_blocks}")
+        return prompt, output_length
+
+    # -- running -------------------------------------------------------------------------------
+    def run(self, max_steps: int = 100_000) -> ConcurrentReport:
+        """Step until every request has finished; RuntimeError past `max_steps` (a stuck schedule)."""
+        while self.waiting or self.running:
+            if self.step_count >= max_steps:
+                raise RuntimeError(f"not done after {max_steps} steps")
+            self.step()
+        return self.report()
+
+    def step(self) -> None:
+        """Decode one token for every running request, preempting when short of blocks; then admit what fits.
+
+        Like vLLM's scheduler: running requests first, and no admission in a step that preempted."""
+        self.step_count += 1
+        preemptions = len(self.preemption_steps)
+        for request in list(self.running):  # oldest admitted first
+            if request in self.running:  # not preempted earlier in this step
+                self._decode(request)
+        if len(self.preemption_steps) == preemptions:
+            self._admit()
+        used = self.blocks.num_used_blocks
+        self.blocks_in_use.append(used)
+        self.running_counts.append(len(self.running))
+
+    def _admit(self) -> None:
+        cfg, blocks = self.config, self.blocks
+        while self.waiting and len(self.running) < cfg.max_running:
+            request = self.waiting[0]
+            tokens = request.tokens
+            keys = chain_block_keys(tokens, cfg.tokens_per_block)
+            hit = blocks.cached_prefix(keys)
+            # Like vLLM, compute at least the last token: its logits sample the next one.
+            hit = hit[: (len(tokens) - 1) // cfg.tokens_per_block]
+            needed = -(-len(tokens) // cfg.tokens_per_block) - len(hit)
+            free_after_pins = blocks.num_free_blocks - sum(1 for b in hit if blocks.ref_cnt[b] == 0)
+            if needed > free_after_pins:
+                if not self.running:  # nothing will ever free blocks: submit() makes this unreachable
+                    raise RuntimeError(f"request {request.index} cannot fit an idle pool")
+                return  # first come, first served: later requests wait too
+            self.waiting.popleft()
+            for b in hit:
+                blocks.pin(b)
+            request.block_table = list(hit) + [blocks.allocate() for _ in range(needed)]
+            num_cached = len(hit) * cfg.tokens_per_block
+            if request.num_preemptions:
+                self.tokens_recomputed += max(request.num_computed_tokens - num_cached, 0)
+            self.prefill_tokens_queried += len(tokens)
+            self.prefill_tokens_cached += num_cached
+            logits = self.model.prefill(tokens, request.block_table, num_cached, blocks.pool)
+            request.num_computed_tokens = len(tokens)
+            self._cache_full_blocks(request, keys)
+            self.running.append(request)
+            self._note_peak()
+            self._sample(request, logits[-1])
+
+    def _decode(self, request: ServedRequest) -> None:
+        bs = self.config.tokens_per_block
+        position = request.num_computed_tokens  # the last sampled token, not yet in the cache
+        if position // bs == len(request.block_table):  # it starts a new block
+            block = self.blocks.allocate()
+            while block is None:
+                victim = self.running[-1]  # the most recently admitted
+                self._preempt(victim)
+                if victim is request:
+                    return
+                block = self.blocks.allocate()
+            request.block_table.append(block)
+            self._note_peak()
+        tokens = request.tokens
+        logits = self.model.prefill(tokens, request.block_table, position, self.blocks.pool)
+        request.num_computed_tokens = position + 1
+        if request.num_computed_tokens % bs == 0:
+            keys = chain_block_keys(tokens[: request.num_computed_tokens], bs)
+            self._cache_full_blocks(request, keys)
+        self._sample(request, logits[-1])
+
+    def _sample(self, request: ServedRequest, logits: torch.Tensor) -> None:
+        request.generated.append(int(logits.argmax()))
+        request.step_logits.append(logits.float().cpu())
+        if len(request.generated) == request.output_length:
+            request.finished = True
+            self.running.remove(request)
+            self.blocks.release(request.block_table)
+            request.block_table = []
+
+    def _preempt(self, request: ServedRequest) -> None:
+        self.running.remove(request)
+        self.blocks.release(request.block_table)
+        request.block_table = []
+        request.num_preemptions += 1
+        self.preemption_steps.append(self.step_count)
+        self.preempted_requests.append(request.index)
+        self.waiting.appendleft(request)  # vLLM puts it back at the front of the waiting queue
+
+    def _cache_full_blocks(self, request: ServedRequest, keys: Sequence[str]) -> None:
+        for key, block in zip(keys, request.block_table):
+            self.blocks.cache(key, block)
+
+    def _note_peak(self) -> None:
+        self.peak_blocks_in_use = max(self.peak_blocks_in_use, self.blocks.num_used_blocks)
+
+    # -- checking and reporting ----------------------------------------------------------------
+    def check_consistency(self) -> None:
+        """Raise AssertionError unless pins match the running requests and every running request's K/V is in place."""
+        self.blocks.check([r.block_table for r in self.running])
+        bs = self.config.tokens_per_block
+        for r in self.running:
+            assert len(r.block_table) == -(-r.num_computed_tokens // bs), f"request {r.index}: block table size"
+
+    def check_outputs(self, requests: Optional[Sequence[ServedRequest]] = None) -> Dict[str, Any]:
+        """Compare finished requests with a full recompute: same greedy tokens, logits within tolerance."""
+        chosen = [r for r in (self.requests if requests is None else requests) if r.finished]
+        tolerance = LOGIT_TOLERANCE_FP32 if self.model.dtype == torch.float32 else LOGIT_TOLERANCE_HALF
+        worst, match = 0.0, True
+        for r in chosen:
+            full = self.model.forward(r.tokens[:-1])[len(r.prompt) - 1:].float().cpu()  # (output_length, vocab)
+            served = torch.stack(r.step_logits)
+            worst = max(worst, (served - full).abs().max().item())
+            match &= r.generated == full.argmax(dim=-1).tolist()
+        return {"checked": len(chosen), "preempted_checked": sum(r.num_preemptions > 0 for r in chosen),
+                "max_abs_logit_diff": worst, "tolerance": tolerance, "match": match and worst <= tolerance}
+
+    def report(self) -> ConcurrentReport:
+        queried = self.prefill_tokens_queried
+        return ConcurrentReport(
+            requests=len(self.requests), requests_finished=sum(r.finished for r in self.requests),
+            steps=self.step_count, preemptions=len(self.preemption_steps),
+            requests_preempted=sum(r.num_preemptions > 0 for r in self.requests),
+            tokens_recomputed=self.tokens_recomputed, tokens_generated=sum(len(r.generated) for r in self.requests),
+            prefill_tokens_queried=queried, prefill_tokens_cached=self.prefill_tokens_cached,
+            prefix_hit_rate=self.prefill_tokens_cached / queried if queried else 0.0,
+            num_blocks=self.config.num_blocks, peak_blocks_in_use=self.peak_blocks_in_use,
+            evictions=self.blocks.num_evictions, blocks_in_use=list(self.blocks_in_use),
+            running=list(self.running_counts), preemption_steps=list(self.preemption_steps),
+            preempted_requests=list(self.preempted_requests))
+
+
+def run_concurrent(trace_requests: Sequence[Any], config: ConcurrentConfig, *, model: Optional[TinyDecoder] = None,
+                   check: str = "preempted") -> ConcurrentReport:
+    """Serve `trace_requests` (Mooncake `Request`s, in arrival order) concurrently and report.
+
+    `check`: ``"preempted"`` compares every preempted-and-resumed request (and the first finished
+    one) with a full recompute, ``"all"`` every request, ``"none"`` none.
+    """
+    if check not in ("preempted", "all", "none"):
+        raise ValueError(f"check must be 'preempted', 'all' or 'none', got {check!r}")
+    engine = ConcurrentEngine(model or TinyDecoder(device="cpu"), config)
+    engine.submit_trace(trace_requests)
+    report = engine.run()
+    engine.check_consistency()
+    if check != "none":
+        chosen = engine.requests if check == "all" else (
+            [r for r in engine.requests if r.num_preemptions] + engine.requests[:1])
+        result = engine.check_outputs(chosen)
+        report.outputs_checked, report.preempted_outputs_checked = result["checked"], result["preempted_checked"]
+        report.max_abs_logit_diff, report.logit_tolerance = result["max_abs_logit_diff"], result["tolerance"]
+        report.outputs_match = result["match"]
+    return report

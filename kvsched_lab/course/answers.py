@@ -47,7 +47,7 @@ def save_answer(name: str, fn: Callable, result: Optional[Result] = None, source
     `source` overrides reading it from `fn` (for functions built with exec, which have none).
     """
     if name not in ALL_TODO_METHODS:
-        raise ValueError(f"unknown TODO {name!r}; the five are {', '.join(TODO_NAMES)}")
+        raise ValueError(_("unknown TODO {name!r}; the five are {todos}", name=name, todos=", ".join(TODO_NAMES)))
     source = function_source(fn) if source is None else source
     if result is None:
         result = grade(name, fn)
@@ -193,19 +193,20 @@ def scheduler_source() -> str:
     check status; a TODO with no saved answer is a comment saying where to write it."""
     records = saved_records()
     fns = load_answers()
-    lines = [f"class KVCacheSchedulerSim:  # assembled from {answers_dir()}"]
+    lines = ["class KVCacheSchedulerSim:  " + _("# assembled from {folder}", folder=answers_dir())]
     for part in CHAPTER_LAYOUT:
         lines.append("")
         if part not in TODO_METHODS:  # given code, as every learner has it
-            lines.append(f"    # given ({part})")
+            lines.append("    " + _("# given ({part})", part=part))
             body = textwrap.dedent(inspect.getsource(getattr(SchedulerSkeleton, part)))
         elif part in fns:
             status = grade(part, fns[part]).status
-            lines.append(f"    # yours: TODO {part} ({status})")
+            lines.append("    " + _("# yours: TODO {part} ({status})", part=part, status=_(status)))
             body = records[part]["source"]
         else:
-            lines.append(f"    # TODO {part}: no saved answer yet; write {TODO_METHODS[part]} in notebook "
-                         f"{NOTEBOOK_OF[part].split('_')[0]} and run its check cell")
+            lines.append("    " + _("# TODO {part}: no saved answer yet; write {method} in notebook {notebook} and run "
+                                  "its check cell", part=part, method=TODO_METHODS[part],
+                                  notebook=NOTEBOOK_OF[part].split("_")[0]))
             continue
         lines += [("    " + line) if line.strip() else "" for line in body.rstrip().splitlines()]
     return "\n".join(lines) + "\n"

@@ -131,9 +131,9 @@ def is_chapter_scheduler(cls: object) -> bool:
                                       or getattr(cls, "name", None) in CHAPTER_POLICIES)
 
 
-def needs_chapter(cls: object, what: str = "this cell") -> bool:
-    """True when `cls` is a chapter-style scheduler; otherwise print one line saying `what` is
-    skipped and why, and return False. For cells that show the chapter's internals::
+def needs_chapter(cls: object, what: Optional[str] = None) -> bool:
+    """True when `cls` is a chapter-style scheduler; otherwise print one line saying `what` (default:
+    this cell) is skipped and why, and return False. For cells that show the chapter's internals::
 
         if lab.needs_chapter(Sim, "the priority table"):
             ...
@@ -142,7 +142,8 @@ def needs_chapter(cls: object, what: str = "this cell") -> bool:
         return True
     name = getattr(cls, "name", getattr(cls, "__name__", repr(cls)))
     print(_("⏭️ skipped {what}: it needs the chapter's scheduler (priorities, hits, heap records) and {name!r} "
-            "(the fallback) has none. It runs once your five TODOs pass (lab.status()).", what=what, name=name))
+            "(the fallback) has none. It runs once your five TODOs pass (lab.status()).", what=what or _("this cell"),
+            name=name))
     return False
 
 

@@ -857,7 +857,7 @@ def grade_aging(fn: Callable) -> int:
                 raise _Wrong(_("{what}: 'hot' was never evicted; with aging, a prefix whose hits are old must "
                                "eventually lose to prefixes that are being reused now", what=what))
             k = next((i for i, (g, e) in enumerate(zip(got, expected)) if g != e), min(len(got), len(expected)))
-            nothing = _("nothing more")
+            nothing = repr(_("nothing more"))  # quoted, like the keys beside it
             shown = repr(got[k]) if k < len(got) else nothing
             wanted = repr(expected[k]) if k < len(expected) else nothing
             raise _Wrong(_("{what}: eviction #{number} took {shown}; the aging scheduler takes {wanted} there",

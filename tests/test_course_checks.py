@@ -310,6 +310,37 @@ def test_tier_3_quotes_only_what_the_check_really_says():
         assert not any("“" in t for t in (tiers[0], tiers[1], tiers[3])), name
 
 
+def test_zh_tier_3_quotes_the_zh_check_messages_it_stands_for():
+    """Quote by quote: the English quote comes from a check message; the Chinese quote in the same
+    place must come from that message's Chinese (a zh learner searches the zh output for it)."""
+    from kvsched_lab.i18n.catalogue import extract
+
+    zh = catalogue("zh")
+    check_messages = [m for m, where in extract().items() if any(w.startswith("kvsched_lab/course/checks.py:")
+                                                                   for w in where)]
+    for name, tiers in HINTS.items():
+        english = re.findall(r"“([^”]+)”", tiers[2])
+        chinese = re.findall(r"“([^”]+)”", zh[tiers[2]])
+        assert len(chinese) == len(english), (name, zh[tiers[2]])
+        for en_quote, zh_quote in zip(english, chinese):
+            sources = [m for m in check_messages if en_quote in m]
+            assert sources, (name, en_quote)
+            assert any(zh_quote in zh[m] for m in sources), (name, en_quote, zh_quote)
+        assert not any("“" in zh[t] for t in (tiers[0], tiers[1], tiers[3])), name
+
+
+@pytest.mark.parametrize("name", list(ALL_TODO_METHODS))
+def test_hint_and_reveal_speak_the_learners_language(name, answers, monkeypatch, capsys):
+    monkeypatch.setenv(LANG_ENV, "zh")
+    lab.hint(name)
+    out = capsys.readouterr().out
+    assert f"💡 {name}，提示 1/4：{catalogue('zh')[HINTS[name][0]]}" in out and "还是卡住了" in out
+    lab.hint(name, 4)
+    assert catalogue("zh")[HINTS[name][3]] in capsys.readouterr().out
+    lab.hint_reset(name)
+    assert "从第 1 级重新开始" in capsys.readouterr().out
+
+
 def _code_fragments(text):
     """Every `code` span of a hint, alone and as the right-hand side of its TODO's answer variable."""
     return re.findall(r"`([^`]+)`", text)
@@ -325,7 +356,8 @@ def test_no_hint_tier_holds_the_answer_line_or_an_equivalent(name):
     rhs = answer.split("=", 1)[1].strip()
     squash = lambda t: re.sub(r"\s+", "", t)  # noqa: E731
     stub = _stub_source(name)
-    for tier, text in enumerate(HINTS[name], start=1):
+    zh = catalogue("zh")
+    for tier, text in [*enumerate(HINTS[name], start=1), *enumerate((zh[t] for t in HINTS[name]), start=1)]:
         assert squash(rhs) not in squash(text), (name, tier)
         # Any code the tier shows, pasted in as the answer line, must not pass the check.
         for fragment in _code_fragments(text):
@@ -495,10 +527,18 @@ def test_aging_right_but_different_answers_pass(why):
 
 
 @pytest.mark.parametrize("why", list(AGING_WRONG))
-def test_aging_wrong_answers_fail_with_a_useful_message(why):
+def test_aging_wrong_answers_fail_with_a_useful_message(why, lang, monkeypatch):
     line, phrase = AGING_WRONG[why]
     result = lab.grade("aging", _aging_fn(line))
-    assert result.status == "failed" and phrase in result.message, (why, result.line())
+    assert result.status == "failed", (why, result.line())
+    if lang == "en":
+        assert phrase in result.message, (why, result.line())
+    else:  # the same message, from the same template, in Chinese
+        monkeypatch.setenv(LANG_ENV, "en")
+        english = lab.grade("aging", _aging_fn(line))
+        monkeypatch.setenv(LANG_ENV, "zh")
+        assert phrase in english.message and english.message != result.message
+        assert_same_message_in_chinese(english.message, result.message)
     assert "lab.hint('aging')" in result.line()
 
 

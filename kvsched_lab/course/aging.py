@@ -19,6 +19,7 @@ from heapq import heappop, heappush
 from typing import Callable, Dict, Hashable, Iterable, List, Optional, Sequence, Tuple
 
 from kvsched_lab.events import ADD, EVICT, REUSE
+from kvsched_lab.i18n import _
 from kvsched_lab.policies.base import Policy, prefix_hits
 from kvsched_lab.widgets import CHAPTER_WEIGHTS, weighted_score
 
@@ -39,7 +40,8 @@ class AgingScheduler(Policy):
                  future: Optional[Sequence[Hashable]] = None) -> None:
         super().__init__(capacity_bytes, future=future)
         if not callable(aged_score):
-            raise TypeError(f"aged_score must be a function (self, hits, size, last_used), got {aged_score!r}")
+            raise TypeError(_("aged_score must be a function (self, hits, size, last_used), got {value!r}",
+                              value=aged_score))
         self.aged_score = aged_score
         self.chapter_weights = CHAPTER_WEIGHTS  # (reuse, recency, size) of the chapter's score
         self.inflation = 0.0  # L: the priority of the latest victim; new priorities start from it

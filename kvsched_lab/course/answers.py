@@ -47,7 +47,7 @@ def save_answer(name: str, fn: Callable, result: Optional[Result] = None, source
     `source` overrides reading it from `fn` (for functions built with exec, which have none).
     """
     if name not in ALL_TODO_METHODS:
-        raise ValueError(f"unknown TODO {name!r}; the five are {', '.join(TODO_NAMES)}")
+        raise ValueError(_("unknown TODO {name!r}; the five are {todos}", name=name, todos=", ".join(TODO_NAMES)))
     source = function_source(fn) if source is None else source
     if result is None:
         result = grade(name, fn)
@@ -142,9 +142,9 @@ def is_chapter_scheduler(cls: object) -> bool:
                                       or getattr(cls, "name", None) in CHAPTER_POLICIES)
 
 
-def needs_chapter(cls: object, what: str = "this cell") -> bool:
-    """True when `cls` is a chapter-style scheduler; otherwise print one line saying `what` is
-    skipped and why, and return False. For cells that show the chapter's internals::
+def needs_chapter(cls: object, what: Optional[str] = None) -> bool:
+    """True when `cls` is a chapter-style scheduler; otherwise print one line saying `what` (default:
+    this cell) is skipped and why, and return False. For cells that show the chapter's internals::
 
         if lab.needs_chapter(Sim, "the priority table"):
             ...
@@ -153,7 +153,8 @@ def needs_chapter(cls: object, what: str = "this cell") -> bool:
         return True
     name = getattr(cls, "name", getattr(cls, "__name__", repr(cls)))
     print(_("⏭️ skipped {what}: it needs the chapter's scheduler (priorities, hits, heap records) and {name!r} "
-            "(the fallback) has none. It runs once your five TODOs pass (lab.status()).", what=what, name=name))
+            "(the fallback) has none. It runs once your five TODOs pass (lab.status()).", what=what or _("this cell"),
+            name=name))
     return False
 
 
@@ -204,19 +205,20 @@ def scheduler_source() -> str:
     check status; a TODO with no saved answer is a comment saying where to write it."""
     records = saved_records()
     fns = load_answers()
-    lines = [f"class KVCacheSchedulerSim:  # assembled from {answers_dir()}"]
+    lines = ["class KVCacheSchedulerSim:  " + _("# assembled from {folder}", folder=answers_dir())]
     for part in CHAPTER_LAYOUT:
         lines.append("")
         if part not in TODO_METHODS:  # given code, as every learner has it
-            lines.append(f"    # given ({part})")
+            lines.append("    " + _("# given ({part})", part=part))
             body = textwrap.dedent(inspect.getsource(getattr(SchedulerSkeleton, part)))
         elif part in fns:
             status = grade(part, fns[part]).status
-            lines.append(f"    # yours: TODO {part} ({status})")
+            lines.append("    " + _("# yours: TODO {part} ({status})", part=part, status=_(status)))
             body = records[part]["source"]
         else:
-            lines.append(f"    # TODO {part}: no saved answer yet; write {TODO_METHODS[part]} in notebook "
-                         f"{NOTEBOOK_OF[part].split('_')[0]} and run its check cell")
+            lines.append("    " + _("# TODO {part}: no saved answer yet; write {method} in notebook {notebook} and run "
+                                  "its check cell", part=part, method=TODO_METHODS[part],
+                                  notebook=NOTEBOOK_OF[part].split("_")[0]))
             continue
         lines += [("    " + line) if line.strip() else "" for line in body.rstrip().splitlines()]
     return "\n".join(lines) + "\n"

@@ -789,20 +789,20 @@ class _AgingSelf:
 def _aged(fn: Callable, inflation: float, hits: int, size: int, capacity: int = 100, time: int = 10) -> float:
     value = _run(fn, _AgingSelf(capacity, time, inflation), hits, size, time)
     if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
-        raise _Wrong(f"_aged_score must return a finite number, it returned {value!r}")
+        raise _Wrong(_("_aged_score must return a finite number, it returned {value!r}", value=value))
     return float(value)
 
 
 # (what, capacity in bytes, touches as "key:bytes" words, the keys the aging scheduler evicts, in order).
 # Each was worked out once with GDSF's rule; a different formula with the same decisions passes.
 _AGING_CASES: Tuple[Tuple[str, int, str, str], ...] = (
-    ("a prefix hit 6 times, then never again, while 20 new prefixes are each used twice (4 one-byte slots)", 4,
+    (N_("a prefix hit 6 times, then never again, while 20 new prefixes are each used twice (4 one-byte slots)"), 4,
      " ".join(["hot:1"] * 6 + [f"x{i // 2}:1" for i in range(40)]),
      "x0 x1 x2 x3 x4 x5 hot x6 x7 x8 x9 x10 x11 x12 x13 x14 x15"),
-    ("entries of different sizes (100 bytes)", 100,
+    (N_("entries of different sizes (100 bytes)"), 100,
      "doc:40 doc:40 sys:10 sys:10 sys:10 big:60 a:20 b:30 a:20 c:20 d:30 big:60 e:10 f:40 doc:40",
      "doc sys big b d c a big"),
-    ("300 seeded touches of 12 prefixes of 10-40 bytes (100 bytes)", 100, "", ""),  # built by _aging_random_case
+    (N_("300 seeded touches of 12 prefixes of 10-40 bytes (100 bytes)"), 100, "", ""),  # built by _aging_random_case
 )
 _AGING_RANDOM_VICTIMS = (
     "k1 k10 k7 k11 k4 k6 k8 k9 k6 k5 k4 k1 k8 k10 k5 k7 k1 k8 k9 k4 k5 k2 k9 k7 k4 k2 k5 k7 k1 k8 k2 k5 k7 k4 "
@@ -825,20 +825,21 @@ def grade_aging(fn: Callable) -> int:
     base = _aged(fn, 0.0, 2, 20)
     d_inflation = _aged(fn, 5.0, 2, 20) - base
     if abs(d_inflation) <= TOL:
-        raise _Wrong("the score ignores self.inflation (L): with L = 5 it must be higher than with L = 0, "
-                     "otherwise a prefix that was hot long ago is never evicted")
+        raise _Wrong(_("the score ignores self.inflation (L): with L = 5 it must be higher than with L = 0, "
+                       "otherwise a prefix that was hot long ago is never evicted"))
     if d_inflation < 0:
-        raise _Wrong("a higher inflation value must raise the score, not lower it: new priorities start from L")
+        raise _Wrong(_("a higher inflation value must raise the score, not lower it: new priorities start from L"))
     if not _close(d_inflation, 5.0):
-        raise _Wrong(f"raising self.inflation by 5 must raise the score by exactly 5 (L is added as it is, not "
-                     f"scaled); yours rises by {_fmt(d_inflation)}")
+        raise _Wrong(_("raising self.inflation by 5 must raise the score by exactly 5 (L is added as it is, not "
+                       "scaled); yours rises by {rise}", rise=_fmt(d_inflation)))
     if not _aged(fn, 3.0, 3, 20) > _aged(fn, 3.0, 2, 20):
-        raise _Wrong("at the same L, more hits must still give a higher score (keep the chapter's score in it)")
+        raise _Wrong(_("at the same L, more hits must still give a higher score (keep the chapter's score in it)"))
     if not _aged(fn, 3.0, 2, 60) < _aged(fn, 3.0, 2, 20):
-        raise _Wrong("at the same L, a bigger entry must still score lower (keep the chapter's size penalty)")
+        raise _Wrong(_("at the same L, a bigger entry must still score lower (keep the chapter's size penalty)"))
     cases = 5
     # Then the decisions the score leads to, in the aging scheduler (L rises at every eviction).
-    for what, capacity, words, want in _AGING_CASES:
+    for label, capacity, words, want in _AGING_CASES:
+        what = _(label)
         touches = ([(k, int(n)) for k, n in (w.split(":") for w in words.split())] if words
                    else _aging_random_case())
         expected = (want or _AGING_RANDOM_VICTIMS).split()
@@ -848,17 +849,19 @@ def grade_aging(fn: Callable) -> int:
         except NotImplementedError as e:
             raise _NotDone() from e
         except _OutOfTime:
-            raise _Wrong("did not finish (an endless loop?) within the step budget") from None
+            raise _Wrong(_("did not finish (an endless loop?) within the step budget")) from None
         except Exception as e:
-            raise _Wrong(f"{what}: it raised {type(e).__name__}: {e}") from None
+            raise _Wrong(_("{what}: it raised {e_type}: {e}", what=what, e_type=type(e).__name__, e=e)) from None
         if got != expected:
             if "hot" in expected and "hot" not in got:
-                raise _Wrong(f"{what}: 'hot' was never evicted; with aging, a prefix whose hits are old must "
-                             "eventually lose to prefixes that are being reused now")
+                raise _Wrong(_("{what}: 'hot' was never evicted; with aging, a prefix whose hits are old must "
+                               "eventually lose to prefixes that are being reused now", what=what))
             k = next((i for i, (g, e) in enumerate(zip(got, expected)) if g != e), min(len(got), len(expected)))
-            shown = got[k] if k < len(got) else "nothing more"
-            raise _Wrong(f"{what}: eviction #{k + 1} took {shown!r}; the aging scheduler takes "
-                         f"{expected[k] if k < len(expected) else 'nothing more'!r} there")
+            nothing = repr(_("nothing more"))  # quoted, like the keys beside it
+            shown = repr(got[k]) if k < len(got) else nothing
+            wanted = repr(expected[k]) if k < len(expected) else nothing
+            raise _Wrong(_("{what}: eviction #{number} took {shown}; the aging scheduler takes {wanted} there",
+                           what=what, number=k + 1, shown=shown, wanted=wanted))
         cases += 1
     return cases
 
@@ -878,8 +881,9 @@ GRADERS: Dict[str, Callable[[Callable], int]] = {
 def grade(name: str, fn: Any) -> Result:
     """Grade learner function `fn` for TODO `name`; never raises for the learner's mistakes."""
     if name not in GRADERS:
-        raise ValueError(f"unknown TODO {name!r}; the five are {', '.join(TODO_NAMES)} (optional: "
-                         f"{', '.join(n for n in ALL_TODO_METHODS if n not in TODO_METHODS)})")
+        raise ValueError(_("unknown TODO {name!r}; the five are {todos} (optional: {optional})", name=name,
+                           todos=", ".join(TODO_NAMES),
+                           optional=", ".join(n for n in ALL_TODO_METHODS if n not in TODO_METHODS)))
     if not callable(fn):
         return Result(name, "failed", 0,
                       _("pass the function itself, e.g. lab.check({name!r}, {method}), not {fn_type}",

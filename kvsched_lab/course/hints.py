@@ -11,7 +11,7 @@ that tier. Which tier comes next is `HintProgress`, a small JSON file in the ans
 kernel, so re-running a cell, restarting the kernel or opening another notebook never resets
 or skips a tier, and ``lab.hint_reset(name)`` starts a TODO's hints over.
 
-Every tier is one plain English string literal, so a translation can wrap each one.
+Every tier is one English literal marked ``N_`` and translated where it is shown (``_``).
 """
 from __future__ import annotations
 
@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import Dict, Optional, Tuple
 
 from kvsched_lab.course.checks import NOTEBOOK_OF, TODO_NAMES
+from kvsched_lab.i18n import N_, _
 from kvsched_lab.scheduler import ALL_TODO_METHODS
 
 NUM_TIERS = 4
@@ -27,75 +28,75 @@ HINTS_FILENAME = "hint_progress.json"  # in the answers folder; not a TODO answe
 
 HINTS: Dict[str, Tuple[str, str, str, str]] = {
     "score": (
-        "Eviction needs one number per entry that says how much it is worth keeping. The chapter "
-        "mixes three reasons into it: reuse (LFU), recency (LRU) and the room the entry takes.",
-        "The three ingredients are already computed in the cell: reuse_bonus, recency and "
-        "size_penalty. Step 3 of notebook 02 gives each one's weight and whether it adds or subtracts.",
-        "The check reports: “each extra hit must add exactly 1.0 to the score”; “the recency term "
-        "has the wrong weight”; “the size penalty has the wrong weight”; “a bigger entry must score "
-        "lower (size is a penalty)”. Each names the term to fix.",
-        "One arithmetic expression assigned to `score`: the reuse bonus at full weight, plus one half "
-        "of the recency, minus one quarter of the size penalty. Test it: hits=1, size=0, just touched "
-        "gives 1.5.",
+        N_("Eviction needs one number per entry that says how much it is worth keeping. The chapter "
+           "mixes three reasons into it: reuse (LFU), recency (LRU) and the room the entry takes."),
+        N_("The three ingredients are already computed in the cell: reuse_bonus, recency and "
+           "size_penalty. Step 3 of notebook 02 gives each one's weight and whether it adds or subtracts."),
+        N_("The check reports: “each extra hit must add exactly 1.0 to the score”; “the recency term "
+           "has the wrong weight”; “the size penalty has the wrong weight”; “a bigger entry must score "
+           "lower (size is a penalty)”. Each names the term to fix."),
+        N_("One arithmetic expression assigned to `score`: the reuse bonus at full weight, plus one half "
+           "of the recency, minus one quarter of the size penalty. Test it: hits=1, size=0, just touched "
+           "gives 1.5."),
     ),
     "heap": (
-        "To evict fast, the scheduler keeps a min-heap of records, and `heapq` pops the record that "
-        "compares smallest. Eviction wants the entry least worth keeping, so the smallest must be "
-        "the lowest priority.",
-        "A record is a tuple compared field by field. Look at the entry just re-scored: its "
-        "`priority` decides first, its `last_used` breaks ties (older leaves first), and the key "
-        "`prefix` tells the evictor which entry the record is about.",
-        "The check reports: “the record's priority is negated”; “the record's fields are in the "
-        "wrong order”; “the record's last field must be the entry's key, not the CacheEntry object”; "
-        "“the newest heap record must carry the entry's new priority”.",
-        "Build `queue_item` as a 3-tuple from three values already in scope: the entry's current "
-        "priority (as it is), the entry's last_used, and prefix. The given `heapq.heappush` line adds it.",
+        N_("To evict fast, the scheduler keeps a min-heap of records, and `heapq` pops the record that "
+           "compares smallest. Eviction wants the entry least worth keeping, so the smallest must be "
+           "the lowest priority."),
+        N_("A record is a tuple compared field by field. Look at the entry just re-scored: its "
+           "`priority` decides first, its `last_used` breaks ties (older leaves first), and the key "
+           "`prefix` tells the evictor which entry the record is about."),
+        N_("The check reports: “the record's priority is negated”; “the record's fields are in the "
+           "wrong order”; “the record's last field must be the entry's key, not the CacheEntry object”; "
+           "“the newest heap record must carry the entry's new priority”."),
+        N_("Build `queue_item` as a 3-tuple from three values already in scope: the entry's current "
+           "priority (as it is), the entry's last_used, and prefix. The given `heapq.heappush` line adds it."),
     ),
     "stale": (
-        "Every hit pushed a new record and left the old one in the heap (lazy deletion), so a popped "
-        "record may describe its entry as it was some touches ago. Trusting it evicts the wrong entry.",
-        "Compare the popped record with the live entry `entry`: the record's `priority` and "
-        "`last_used` were copied when it was pushed; the entry's fields are the truth now.",
-        "The check reports: “used a record whose priority still matches but whose last_used is out of "
-        "date”; “used a record whose last_used still matches but whose priority is out of date”; “the "
-        "current record of live entry”… “was popped and dropped”.",
-        "`is_stale` is one comparison: the record is stale when its (priority, last_used) pair differs "
-        "from the entry's current pair. Both fields count.",
+        N_("Every hit pushed a new record and left the old one in the heap (lazy deletion), so a popped "
+           "record may describe its entry as it was some touches ago. Trusting it evicts the wrong entry."),
+        N_("Compare the popped record with the live entry `entry`: the record's `priority` and "
+           "`last_used` were copied when it was pushed; the entry's fields are the truth now."),
+        N_("The check reports: “used a record whose priority still matches but whose last_used is out of "
+           "date”; “used a record whose last_used still matches but whose priority is out of date”; “the "
+           "current record of live entry”… “was popped and dropped”."),
+        N_("`is_stale` is one comparison: the record is stale when its (priority, last_used) pair differs "
+           "from the entry's current pair. Both fields count."),
     ),
     "entry": (
-        "A miss means the prefix is not cached: after making room, the scheduler creates its "
-        "`CacheEntry`, the object every later hit updates and the heap records point to.",
-        "Look at the `CacheEntry` dataclass: priority, last_used, prefix, hits, bytes. This access is "
-        "the entry's first use, at the clock value already advanced by `self.time += 1`, holding "
-        "`bytes_` bytes. `_refresh_queue` sets the real priority right after.",
-        "The check reports: “the newest entry must start with one hit (this access counts)”; “a new "
-        "entry's last_used must be the current time”; “the new entry's hits and bytes are swapped”; "
-        "“the new entry must record its own prefix”.",
-        "Assign `entry = CacheEntry(...)` with keyword arguments: a 0.0 placeholder priority, "
-        "last_used the current time, the prefix, one hit, and the requested size in bytes.",
+        N_("A miss means the prefix is not cached: after making room, the scheduler creates its "
+           "`CacheEntry`, the object every later hit updates and the heap records point to."),
+        N_("Look at the `CacheEntry` dataclass: priority, last_used, prefix, hits, bytes. This access is "
+           "the entry's first use, at the clock value already advanced by `self.time += 1`, holding "
+           "`bytes_` bytes. `_refresh_queue` sets the real priority right after."),
+        N_("The check reports: “the newest entry must start with one hit (this access counts)”; “a new "
+           "entry's last_used must be the current time”; “the new entry's hits and bytes are swapped”; "
+           "“the new entry must record its own prefix”."),
+        N_("Assign `entry = CacheEntry(...)` with keyword arguments: a 0.0 placeholder priority, "
+           "last_used the current time, the prefix, one hit, and the requested size in bytes."),
     ),
     "snapshot": (
-        "A snapshot shows what the scheduler decided: live entries from most to least worth keeping, "
-        "always in the same order, so two runs of the same requests print the same table.",
-        "Sort `self.entries.values()` with `sorted(..., key=...)`. Order by the priority (highest "
-        "first), then `last_used` (older first, the order eviction takes them), then `prefix`.",
-        "The check reports: “entries came out lowest priority first; the highest must come first”; "
-        "“entries must be ordered by their full priority; rounding is for display only”; “two "
-        "entries with equal priority came out newest first; the older goes first”.",
-        "A key function returning a tuple: the priority negated (so the highest sorts first), then "
-        "last_used, then prefix. Assign the sorted list to `ordered_entries`.",
+        N_("A snapshot shows what the scheduler decided: live entries from most to least worth keeping, "
+           "always in the same order, so two runs of the same requests print the same table."),
+        N_("Sort `self.entries.values()` with `sorted(..., key=...)`. Order by the priority (highest "
+           "first), then `last_used` (older first, the order eviction takes them), then `prefix`."),
+        N_("The check reports: “entries came out lowest priority first; the highest must come first”; "
+           "“entries must be ordered by their full priority; rounding is for display only”; “two "
+           "entries with equal priority came out newest first; the older goes first”."),
+        N_("A key function returning a tuple: the priority negated (so the highest sorts first), then "
+           "last_used, then prefix. Assign the sorted list to `ordered_entries`."),
     ),
     "aging": (
-        "The chapter's score never ages: hits collected long ago protect an entry forever. GDSF keeps "
-        "one number, the inflation value L, that rises at every eviction; every new priority starts "
-        "from L, so old hits lose their edge without re-scoring anybody.",
-        "Two values are in scope: `self.inflation` (L, which the scheduler raises to each victim's "
-        "priority) and `chapter_score` (notebook 02's score for this entry). Your priority combines them.",
-        "The check reports: “the score ignores self.inflation (L)”; “a higher inflation value must raise "
-        "the score, not lower it”; “L is added as it is, not scaled”; “a bigger entry must still score "
-        "lower (keep the chapter's size penalty)”.",
-        "One addition assigned to `score`: the inflation value plus the chapter's score, each "
-        "as it is.",
+        N_("The chapter's score never ages: hits collected long ago protect an entry forever. GDSF keeps "
+           "one number, the inflation value L, that rises at every eviction; every new priority starts "
+           "from L, so old hits lose their edge without re-scoring anybody."),
+        N_("Two values are in scope: `self.inflation` (L, which the scheduler raises to each victim's "
+           "priority) and `chapter_score` (notebook 02's score for this entry). Your priority combines them."),
+        N_("The check reports: “the score ignores self.inflation (L)”; “a higher inflation value must raise "
+           "the score, not lower it”; “L is added as it is, not scaled”; “a bigger entry must still score "
+           "lower (keep the chapter's size penalty)”."),
+        N_("One addition assigned to `score`: the inflation value plus the chapter's score, each "
+           "as it is."),
     ),
 }
 
@@ -142,8 +143,8 @@ class HintProgress:
 def _known(name: str) -> None:
     if name not in HINTS:
         optional = [n for n in ALL_TODO_METHODS if n not in TODO_NAMES]
-        raise ValueError(f"unknown TODO {name!r}; the five are {', '.join(TODO_NAMES)} "
-                         f"(optional: {', '.join(optional)})")
+        raise ValueError(_("unknown TODO {name!r}; the five are {todos} (optional: {optional})",
+                           name=name, todos=", ".join(TODO_NAMES), optional=", ".join(optional)))
 
 
 def _progress() -> HintProgress:
@@ -160,16 +161,18 @@ def hint(name: str, level: Optional[int] = None) -> None:
         shown = min(progress.shown().get(name, 0) + 1, NUM_TIERS)
     else:
         shown = min(max(int(level), 1), NUM_TIERS)
-    print(f"💡 {name}, hint {shown}/{NUM_TIERS}: {HINTS[name][shown - 1]}")
+    print(_("💡 {name}, hint {tier}/{tiers}: {text}", name=name, tier=shown, tiers=NUM_TIERS,
+            text=_(HINTS[name][shown - 1])))
     try:
         progress.record(name, shown)
     except OSError as e:
-        print(f"   (which hints you saw was not saved: {e}; ask for a tier with lab.hint({name!r}, level=...))")
+        print(_("   (which hints you saw was not saved: {error}; ask for a tier with lab.hint({name!r}, level=...))",
+                error=e, name=name))
     if shown < NUM_TIERS:
-        print(f"   still stuck? run lab.hint({name!r}) again for hint {shown + 1}")
+        print(_("   still stuck? run lab.hint({name!r}) again for hint {tier}", name=name, tier=shown + 1))
     else:
-        print(f"   after that: lab.reveal({name!r}) shows the reference, where your instructor ships it; "
-              f"lab.hint_reset({name!r}) starts these hints over")
+        print(_("   after that: lab.reveal({name!r}) shows the reference, where your instructor ships it; "
+                "lab.hint_reset({name!r}) starts these hints over", name=name))
 
 
 def hint_reset(name: Optional[str] = None) -> None:
@@ -177,7 +180,10 @@ def hint_reset(name: Optional[str] = None) -> None:
     if name is not None:
         _known(name)
     _progress().reset(name)
-    print(f"hints for {name or 'every TODO'} start over at hint 1")
+    if name is None:
+        print(_("hints for every TODO start over at hint 1"))
+    else:
+        print(_("hints for {name} start over at hint 1", name=name))
 
 
 def reveal(name: str) -> None:
@@ -188,8 +194,9 @@ def reveal(name: str) -> None:
     try:
         source = reference_sources(optional=True)[name]
     except ImportError:
-        print(f"🔒 {name}: the reference solution is withheld in this release (no `solutions` package). "
-              f"Use lab.hint({name!r}, level={NUM_TIERS}), or ask your instructor.")
+        print(_("🔒 {name}: the reference solution is withheld in this release (no `solutions` package). "
+                "Use lab.hint({name!r}, level={tier}), or ask your instructor.", name=name, tier=NUM_TIERS))
         return
-    print(f"🔓 {name}: the reference method (its TODO lives in notebook {NOTEBOOK_OF[name]}):\n")
+    print(_("🔓 {name}: the reference method (its TODO lives in notebook {notebook}):", name=name,
+            notebook=NOTEBOOK_OF[name]) + "\n")
     print(source)

@@ -7,11 +7,17 @@ from __future__ import annotations
 
 from typing import Any
 
+from kvsched_lab.i18n import _
+
 
 def prediction_line(question: str, predicted: Any, observed: Any, held: bool) -> str:
     """One line: the question, what was predicted, what the run gave, and whether it held."""
-    verdict = "your prediction held ✅" if held else "your prediction did not hold ❌ (read on: the next cell says why)"
-    return f"🔮 {question}\n   you predicted: {predicted!r}; the run gave: {observed!r}: {verdict}"
+    if held:
+        verdict = _("your prediction held ✅")
+    else:
+        verdict = _("your prediction did not hold ❌ (read on: the next cell says why)")
+    return f"🔮 {question}\n" + _("   you predicted: {predicted!r}; the run gave: {observed!r}: {verdict}",
+                                   predicted=predicted, observed=observed, verdict=verdict)
 
 
 def compare_prediction(question: str, predicted: Any, observed: Any, held: bool) -> bool:

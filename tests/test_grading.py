@@ -1,9 +1,10 @@
-"""The grader is right: wrong answers lose exactly their TODO, right ones keep every point, and
-misbehaving code gets a clear status without crashing the batch or earning a grade.
+"""The grader is right: wrong answers lose points in their own TODO only, right ones keep every
+point, and misbehaving code gets a clear status without crashing the batch or earning a grade.
 
-All graded submissions go through one `kvsched grade` run (``--jobs 2``), built here as .py files
-and as tagged notebooks (tests/grading_cases/variants.py, whose wrong and alternative answers the
-public checks' tests use too), so the suite pays for kernels once.
+All graded submissions go through one `kvsched grade` run (``--jobs 2``, sandboxed where
+bubblewrap works, else ``--no-sandbox``), built here as .py files and as tagged notebooks
+(tests/grading_cases/variants.py, whose wrong and alternative answers the public checks' tests
+use too), so the suite pays for kernels once. Attacks are in test_grading_attacks.py.
 """
 from __future__ import annotations
 
@@ -13,14 +14,16 @@ import shutil
 import subprocess
 import sys
 from pathlib import Path
-from typing import Dict, Tuple
+from typing import Dict, Optional, Tuple
 
 import nbformat
 import pytest
 
 from kvsched_lab.grading import grade_main
 from kvsched_lab.grading.compare import same
-from kvsched_lab.grading.submissions import discover, load
+from kvsched_lab.grading.intake import discover
+from kvsched_lab.grading.sandbox import probe
+from kvsched_lab.grading.submissions import load
 from kvsched_lab.grading.stubs import known_stubs
 from kvsched_lab.scheduler import TODO_METHODS
 from kvsched_lab.todos import fill_todos, read_notebook, reference_sources, tagged_cells, write_notebook
@@ -31,7 +34,10 @@ import variants as v  # noqa: E402
 TODOS = list(TODO_METHODS)
 ROOT = Path(__file__).resolve().parents[1]
 FULL = {t: (20, "passed") for t in TODOS}
+LESS = -1  # expected points: fewer than 20 (partial credit by case family), more than none only if it says so
 MIXED = v.mixed_rounds()
+# Sandboxed where bubblewrap can run; elsewhere the same batch runs unsandboxed (rows then say so).
+SANDBOX_ARGS = [] if probe()[0] else ["--no-sandbox"]
 
 # Misbehaving TODO code (cell sources); each is graded inside a submission that is otherwise right.
 LOOP = """
@@ -63,8 +69,14 @@ CHEATS = {
     "entry": "def touch(self, prefix, bytes_):\n"
              "    import kvsched_lab.grading.compare as c\n    c.same = lambda *a, **k: True\n",
     "snapshot": "def snapshot(self):\n"
-                "    import _kvsched_harness as h\n    h.plain = lambda x, depth=0: 'patched'\n    return []\n",
+                "    import kvsched_lab.grading.harness as h\n    h.plain = lambda x, depth=0: 'patched'\n    return []\n",
 }
+
+
+def _wrong(w: v.Wrong) -> Tuple[int, Optional[str]]:
+    """A wrong answer's expected (points, status). One that raises (variants' "error") may raise only in
+    some cases among the grader's stand-ins: then it is "failed" rather than "error" (status None: either)."""
+    return (LESS, "failed") if w.grader == "failed" else (LESS, None)
 
 
 def _py(root: Path, name: str, methods: Dict[str, str]) -> Path:
@@ -88,7 +100,7 @@ def _build(root: Path) -> Dict[str, Dict[str, Tuple[int, str]]]:
     # tests use the same ones), a few TODOs per submission: wrong ones fail, the others keep their points.
     for r, sources in enumerate(MIXED):
         _py(root, f"mixed-{r}.py", {t: src for t, (src, _) in sources.items()})
-        want[f"mixed-{r}.py"] = {t: (20, "passed") if w is None else (0, w.grader) for t, (_, w) in sources.items()}
+        want[f"mixed-{r}.py"] = {t: (20, "passed") if w is None else _wrong(w) for t, (_, w) in sources.items()}
     for k in range(2):
         _py(root, f"alt-{k}.py", {t: alts[k] for t, alts in v.ALTERNATIVES.items()})
         want[f"alt-{k}.py"] = FULL
@@ -122,7 +134,7 @@ def _build(root: Path) -> Dict[str, Dict[str, Tuple[int, str]]]:
         for i, t in enumerate(TODOS):
             if (i + k) % 2 == 0:
                 wrong = v.graded_wrong(t)[k]
-                sources[t], expect[t] = wrong.source, (0, wrong.grader)
+                sources[t], expect[t] = wrong.source, _wrong(wrong)
             else:
                 sources[t], expect[t] = v.ALTERNATIVES[t][k % 2], (20, "passed")
         v.write_series(root / f"nb-mixed-{k}", sources)
@@ -147,8 +159,9 @@ def _build(root: Path) -> Dict[str, Dict[str, Tuple[int, str]]]:
     _py(root, "hog.py", {"score": HOG})
     want["hog.py"] = {**FULL, "score": (0, "error")}
     _py(root, "cheats.py", CHEATS)
-    want["cheats.py"] = {"score": (0, "error"), "heap": (0, "error"), "stale": (0, "not attempted"),
-                         "entry": (0, "error"), "snapshot": (0, "failed")}
+    # super() reaches the grader's stand-in, which is not the answer: no case that counts passes
+    want["cheats.py"] = {"score": (0, "error"), "heap": (0, "error"), "stale": (0, "failed"),
+                         "entry": (0, "error"), "snapshot": (LESS, "failed")}
     (root / "renamed.py").write_text(v.py_submission({}).replace("class KVCacheSchedulerSim", "class KVSim"))
     want["renamed.py"] = {t: (0, "error") for t in TODOS}
     (root / "syntax.py").write_text("class KVCacheSchedulerSim(:\n    pass\n")
@@ -163,7 +176,7 @@ def batch(tmp_path_factory):
     out = tmp_path_factory.mktemp("grades")
     # The class folder itself is the argument: each entry in it is one submission.
     code = grade_main([str(root), str(root.parent / "single.ipynb"), "--out", str(out), "--jobs", "2",
-                       "--timeout", "5"])
+                       "--timeout", "5", *SANDBOX_ARGS])
     with open(out / "grades.csv", newline="", encoding="utf-8") as f:
         rows = list(csv.DictReader(f))
     return {"code": code, "rows": {Path(r["submission"]).name: r for r in rows}, "want": want, "out": out,
@@ -184,11 +197,12 @@ def test_batch_runs_and_writes_the_documented_columns(batch):
 def _check(batch, name: str) -> None:
     row, want = batch["rows"][name], batch["want"][name]
     got = {t: int(row[t]) for t in TODOS}
-    assert got == {t: p for t, (p, _) in want.items()}, (name, row["status"])
+    assert all(0 <= got[t] < 20 if p == LESS else got[t] == p for t, (p, _) in want.items()), (name, got, row["status"])
     assert int(row["total"]) == sum(got.values())
     text = _feedback(batch, name)
     for t, (_, status) in want.items():
-        assert f"## {t} ({TODO_METHODS[t]}): {status}," in text, (name, t, text)
+        assert any(f"## {t} ({TODO_METHODS[t]}): {s}," in text for s in ([status] if status else ["error", "failed"])), \
+            (name, t, text)
 
 
 @pytest.mark.parametrize("name", ["ref.py", "chapter-answered.py", "nb-ref", "single.ipynb", "alt-0.py", "alt-1.py"])
@@ -203,8 +217,9 @@ def test_untouched_stubs_get_zero_marked_not_attempted(batch, name):
 
 
 @pytest.mark.parametrize("r", range(len(MIXED)))
-def test_each_wrong_answer_loses_exactly_its_own_todo(batch, r):
-    """Each wrong answer scores 0 on its TODO, saying what it got wrong; the correct TODOs beside it keep 20."""
+def test_each_wrong_answer_loses_points_in_its_own_todo_only(batch, r):
+    """Each wrong answer scores under 20 on its TODO, naming the failing families and the first
+    difference; the correct TODOs beside it keep 20."""
     name = f"mixed-{r}.py"
     _check(batch, name)
     text = _feedback(batch, name)
@@ -212,6 +227,7 @@ def test_each_wrong_answer_loses_exactly_its_own_todo(batch, r):
         if wrong is not None and wrong.grader == "failed":  # an "error" shows the exception instead
             section = text.split(f"## {t} (")[1].split("\n## ")[0]
             assert "observed" in section and "expected" in section, (wrong.name, section)
+            assert "Failing: " in section and "By family: " in section, (wrong.name, section)
 
 
 def test_every_graded_variant_is_in_the_batch():
@@ -245,10 +261,12 @@ def test_statuses_and_feedback_say_what_happened(batch):
     assert "printed" in _feedback(batch, "noisy.py")
     assert "defines no class KVCacheSchedulerSim (it defines KVSim)" in _feedback(batch, "renamed.py")
     cheats = rows["cheats.py"]["status"]
-    assert "review:" in cheats and "imports solutions" in cheats
+    assert "review:" in cheats and "imports solutions" in cheats and "imports kvsched_lab.grading.compare" in cheats
+    assert "solutions/scheduler.py" in cheats, "the audit hook reports the open outside the learner's paths"
     text = _feedback(batch, "cheats.py")
-    assert "No module named 'solutions'" in text and "kvsched_lab.grading" in text
+    assert "No module named 'solutions'" in text and "No module named 'kvsched_lab.grading.compare'" in text
     assert "No such file" in text  # the reference is not next to the kernel's kvsched_lab
+    assert all(r["status"].endswith("unsandboxed") == bool(SANDBOX_ARGS) for r in rows.values())
 
 
 def test_feedback_shows_no_hidden_code(batch):
@@ -265,7 +283,20 @@ def test_class_folder_expansion_and_folder_merging(tmp_path):
     v.write_series(tmp_path / "alice", v.REF)
     (tmp_path / "bob.py").write_text(v.py_submission({}))
     (tmp_path / ".hidden").mkdir()
-    assert [Path(n).name for n, _ in discover([str(tmp_path)])] == ["alice", "bob.py"]
+    (tmp_path / "notes.txt").write_text("not a submission")
+    # notebooks directly in the class folder: each is its own learner, never merged
+    v.write_series(tmp_path / "tmp", v.REF, layout={"carol.ipynb": ["score"], "dave.ipynb": ["heap"]})
+    for p in (tmp_path / "tmp").iterdir():
+        p.rename(tmp_path / p.name)
+    (tmp_path / "tmp").rmdir()
+    (tmp_path / "mixed").mkdir()
+    (tmp_path / "mixed" / "a.py").write_text("x = 1\n")
+    (tmp_path / "mixed" / "b.ipynb").write_text("{}")
+    (tmp_path / "empty").mkdir()
+    learners = {Path(x.name).name: x.error for x in discover([str(tmp_path)])}
+    assert list(learners) == ["alice", "bob.py", "carol.ipynb", "dave.ipynb", "empty", "mixed"]
+    assert learners["alice"] == learners["bob.py"] == learners["carol.ipynb"] == ""
+    assert learners["mixed"].startswith("ambiguous") and "no notebooks" in learners["empty"]
     sub = load("alice", tmp_path / "alice", known_stubs())
     assert {t: s.status for t, s in sub.todos.items()} == {t: "run" for t in TODOS}
     assert sub.todos["stale"].origin == "04_evict.ipynb, cell 3"
@@ -282,15 +313,15 @@ def test_the_real_course_notebooks(tmp_path):
     notebooks = sorted((ROOT / "notebooks").glob("*.ipynb"))
     if not any(tagged_cells(read_notebook(p), "todo") for p in notebooks):
         pytest.skip("notebooks/ has no todo:* cells yet")
-    filled, untouched = tmp_path / "filled", tmp_path / "untouched"
+    filled, untouched = tmp_path / "class" / "filled", tmp_path / "class" / "untouched"
     for d in (filled, untouched):
-        d.mkdir()
+        d.mkdir(parents=True)
     for p in notebooks:
         nb = read_notebook(p)
         write_notebook(fill_todos(nb, reference_sources()), filled / p.name)
         write_notebook(nb, untouched / p.name)
     out = tmp_path / "out"
-    assert grade_main([str(filled), str(untouched), "--out", str(out), "--jobs", "2"]) == 0
+    assert grade_main([str(tmp_path / "class"), "--out", str(out), "--jobs", "2", *SANDBOX_ARGS]) == 0
     rows = {Path(r["submission"]).name: r for r in csv.DictReader(open(out / "grades.csv"))}
     assert rows["filled"]["total"] == "100" and rows["filled"]["status"] == "ok"
     assert rows["untouched"]["total"] == "0"
@@ -445,3 +476,48 @@ def test_release_checks_catch_leaks_dirt_and_failing_cells(tmp_path):
     problems, warnings = nbval_only_checks_fail(bundle, cell_timeout=60)
     assert len(problems) == 1 and "code cell 2 fails with the stubs" in problems[0], problems
     assert warnings == []
+
+
+# --------------------------------------------------------------------------- partial credit
+
+@pytest.fixture(scope="module")
+def reference():
+    from kvsched_lab.grading.grade import Reference
+
+    return Reference.build()
+
+
+def _judged(reference, todo: str, source: str):
+    """Grade one TODO's source in this process, as the kernel would observe it (no sandbox needed)."""
+    from kvsched_lab.grading import harness
+    from kvsched_lab.grading.grade import judge
+    from kvsched_lab.todos import load_method
+
+    cls = harness.graded_class(TODO_METHODS[todo], load_method(todo, source))
+    cases = {str(i): {"obs": harness.run_case(cls, c)} for i, c in enumerate(reference.cases)}
+    return judge(todo, {"cases": cases, "out": 0, "head": "", "review": []}, reference)
+
+
+def test_points_follow_families_rounded_down():
+    from kvsched_lab.grading.grade import POINTS, family_points
+
+    assert family_points({"a": [3, 3], "b": [2, 2]}) == POINTS
+    assert family_points({"a": [1, 3], "b": [2, 2]}) == 13  # 20 * (1/3 + 1) / 2 = 13.33...
+    assert family_points({"a": [0, 1], "b": [1, 1], "c": [1, 1]}) == 13  # 13.33...: a missed family costs its share
+    assert family_points({"a": [2, 3], "b": [0, 2]}) == 6  # 6.67 rounds down
+    assert family_points({"a": [0, 3], "b": [0, 2]}) == 0
+
+
+def test_right_except_at_one_edge_gets_most_points_and_names_the_family(reference):
+    """The unclamped recency is right everywhere but where last_used is ahead of the clock (precision)."""
+    unclamped = next(w for w in v.WRONG["score"] if w.name == "recency unclamped")
+    g = _judged(reference, "score", unclamped.source)
+    families = {reference.cases[i]["family"] for i in reference.graded["score"]}
+    assert g.status == "failed" and g.points == 20 * (len(families) - 1) // len(families) == 18
+    assert "Failing: precision." in "\n".join(g.lines)
+    alt = _judged(reference, "score", v.ALTERNATIVES["score"][0])
+    assert alt.status == "passed" and alt.points == 20
+    # a mistake that shows in ties only: most points, ties named
+    ties = next(w for w in v.WRONG["snapshot"] if w.name == "no prefix tie-break")
+    g = _judged(reference, "snapshot", ties.source)
+    assert 10 < g.points < 20 and "crafted heap records and ties" in g.lines[1]

@@ -339,10 +339,15 @@ def test_grading_notebook_is_valid_nbformat(tmp_path):
 
 # --------------------------------------------------------------------------- kvsched release
 
+FULL_REPO_URL = "https://github.com/kvsched-lab/kvsched-lab"  # the full repository: never in a bundle
+BUNDLE_URL = "https://github.com/kvsched-lab/kvsched-lab-student"
+
+
 def _course(tmp_path: Path) -> Path:
     """A small course: the series with stub TODO cells and their checks, one cell run with output."""
     nbs = v.write_series(tmp_path / "course", {})
     nb = read_notebook(nbs / "02_score.ipynb")
+    nb["cells"][1]["source"] = f'REPO_URL = "{FULL_REPO_URL}"\n' + "".join(nb["cells"][1]["source"])
     nb["cells"][1]["outputs"] = [{"output_type": "stream", "name": "stdout", "text": "setup\n"}]
     nb["cells"][1]["execution_count"] = 3
     nb["cells"][1]["metadata"]["scrolled"] = True
@@ -357,7 +362,7 @@ def release(tmp_path_factory):
 
     base = tmp_path_factory.mktemp("release")
     out = base / "bundle"
-    code = release_main([str(out), "--notebooks", str(_course(base)), "--timeout", "60"])
+    code = release_main([str(out), "--repo-url", BUNDLE_URL, "--notebooks", str(_course(base)), "--timeout", "60"])
     return out, code, base
 
 
@@ -375,7 +380,30 @@ def test_release_builds_a_bundle_that_verifies_itself(release):
     assert all(c.get("outputs", []) == [] and c.get("execution_count") is None for c in nb["cells"]
                if c["cell_type"] == "code")
     assert tagged_cells(nb, "todo") == {"score": [2]}, "tags survive the cleaning"
-    assert release_main([str(out), "--notebooks", str(_course(base / "again"))]) == 2, "no silent overwrite"
+    assert "".join(nb["cells"][1]["source"]).startswith(f'REPO_URL = "{BUNDLE_URL}"\n'), "setup installs the bundle"
+    assert 'include = ["kvsched_lab*"]' in (out / "pyproject.toml").read_text()
+    assert release_main([str(out), "--repo-url", BUNDLE_URL, "--notebooks", str(_course(base / "again"))]) == 2, \
+        "no silent overwrite"
+    assert release_main([str(base / "x"), "--repo-url", 'a" + b', "--notebooks", str(_course(base / "x2"))]) == 2
+
+
+def test_release_checks_setup_urls_and_the_colab_style_install(release, tmp_path):
+    """The checks fail on a setup cell pointing at the full repository and on a bundle that installs
+    `solutions` (shown here by putting it back); the real bundle passed both (release code 0)."""
+    from kvsched_lab.grading.release import colab_install, setup_cell_urls
+
+    out, code, _ = release
+    assert code == 0 and setup_cell_urls(out, BUNDLE_URL) == []
+    bad = tmp_path / "bad"
+    shutil.copytree(out, bad)
+    path = bad / "notebooks" / "02_score.ipynb"
+    path.write_text(path.read_text().replace(BUNDLE_URL, FULL_REPO_URL))
+    assert any(FULL_REPO_URL in p for p in setup_cell_urls(bad, BUNDLE_URL))
+    shutil.copytree(ROOT / "solutions", bad / "solutions", ignore=shutil.ignore_patterns("__pycache__"))
+    toml = bad / "pyproject.toml"
+    toml.write_text(toml.read_text().replace('include = ["kvsched_lab*"]', 'include = ["kvsched_lab*", "solutions*"]'))
+    assert colab_install(bad) == ["`import solutions` works in the Colab-style install",
+                                  "lab.reveal does not say the reference is withheld in the Colab-style install"]
 
 
 def test_release_makefile_has_check_and_no_tests_target(release):
@@ -461,7 +489,7 @@ def test_release_checks_catch_leaks_dirt_and_failing_cells(tmp_path):
     assert "is_stale = (priority, last_used) != (entry.priority, entry.last_used)" in forbidden
     assert not any("_check_touch" in line or "heappop" in line for line in forbidden), "given code is no leak"
     nbs = _course(tmp_path)
-    bundle = build_release(tmp_path / "bundle", nbs)
+    bundle = build_release(tmp_path / "bundle", nbs, BUNDLE_URL)
     assert find_leaks(bundle, forbidden) == [] and unclean_notebooks(bundle) == []
     # an answer pasted into the package, a run notebook, a failing cell that is not a check
     with open(bundle / "kvsched_lab" / "course" / "__init__.py", "a") as f:
@@ -521,3 +549,19 @@ def test_right_except_at_one_edge_gets_most_points_and_names_the_family(referenc
     ties = next(w for w in v.WRONG["snapshot"] if w.name == "no prefix tie-break")
     g = _judged(reference, "snapshot", ties.source)
     assert 10 < g.points < 20 and "crafted heap records and ties" in g.lines[1]
+
+
+def test_grade_refuses_without_a_sandbox_unless_told(monkeypatch, tmp_path, capsys):
+    """Where bubblewrap cannot run, `kvsched grade` stops and says how to enable it or go without;
+    `kvsched doctor` says the same. (A probe that fails is simulated: here it may well work.)"""
+    from kvsched_lab.doctor import diagnose
+    from kvsched_lab.grading import sandbox
+
+    monkeypatch.setattr(sandbox, "probe", lambda: (False, "bubblewrap (bwrap) is not installed"))
+    (tmp_path / "class").mkdir()
+    assert grade_main([str(tmp_path / "class"), "--out", str(tmp_path / "out")]) == 2
+    err = capsys.readouterr().err
+    assert "bubblewrap (bwrap) is not installed" in err and "apt-get install bubblewrap" in err and "--no-sandbox" in err
+    assert not (tmp_path / "out").exists()
+    row = next(r for r in diagnose() if r[0] == "grading sandbox")
+    assert row[1] is False and "--no-sandbox" in row[2] and "apt-get install bubblewrap" in row[2]

@@ -228,4 +228,6 @@ def probe() -> Tuple[bool, str]:
     if proc.returncode != 0 or proc.stdout.strip() == "":
         detail = (proc.stderr.strip().splitlines() or ["no output"])[-1]
         return False, f"bwrap fails here: {detail}"
+    if not proc.stdout.strip().isdigit() or int(proc.stdout.strip()) > 10:  # a new PID namespace numbers from 1
+        return False, f"bwrap ran without a PID namespace (pid {proc.stdout.strip()[:20]})"
     return True, "bubblewrap works: learner code runs sandboxed"

@@ -565,3 +565,15 @@ def test_grade_refuses_without_a_sandbox_unless_told(monkeypatch, tmp_path, caps
     assert not (tmp_path / "out").exists()
     row = next(r for r in diagnose() if r[0] == "grading sandbox")
     assert row[1] is False and "--no-sandbox" in row[2] and "apt-get install bubblewrap" in row[2]
+
+
+def test_no_sandbox_grades_the_same_and_says_unsandboxed(tmp_path):
+    """`--no-sandbox` (where bubblewrap cannot run) grades as the sandbox does, every row marked."""
+    (tmp_path / "class").mkdir()
+    (tmp_path / "class" / "ref.py").write_text(v.py_submission({}))
+    (tmp_path / "class" / "stub.py").write_text(v.py_submission({t: v.stub(t) for t in TODOS}))
+    out = tmp_path / "out"
+    assert grade_main([str(tmp_path / "class"), "--out", str(out), "--jobs", "2", "--no-sandbox"]) == 0
+    rows = {Path(r["submission"]).name: r for r in csv.DictReader(open(out / "grades.csv"))}
+    assert rows["ref.py"]["total"] == "100" and rows["ref.py"]["status"] == "unsandboxed"
+    assert rows["stub.py"]["total"] == "0" and rows["stub.py"]["status"] == "unsandboxed"

@@ -159,6 +159,7 @@ def run(inputs: Path, library: Path, job: int, memory_mb: int, wall_seconds: flo
         cwd = "/"
     else:
         assert workdir is not None
+        workdir.mkdir(parents=True, exist_ok=True)
         cmd = runner_command(str(inputs), str(workdir), str(library))
         nproc = resource.RLIM_INFINITY
         cwd = str(workdir)

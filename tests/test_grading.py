@@ -577,3 +577,32 @@ def test_no_sandbox_grades_the_same_and_says_unsandboxed(tmp_path):
     rows = {Path(r["submission"]).name: r for r in csv.DictReader(open(out / "grades.csv"))}
     assert rows["ref.py"]["total"] == "100" and rows["ref.py"]["status"] == "unsandboxed"
     assert rows["stub.py"]["total"] == "0" and rows["stub.py"]["status"] == "unsandboxed"
+
+
+def test_results_from_the_sandbox_are_validated(reference):
+    """What comes back is data to check, never a verdict: unknown keys dropped, text bounded,
+    garbage and absurd nesting refused (the TODO then gets no points)."""
+    from kvsched_lab.grading.grade import judge, validate
+
+    n = len(reference.cases)
+    forged = json.dumps({"verdict": "passed", "points": 20, "passed": True, "cases": {"0": {"obs": "all"}, "x": 1},
+                         "load": "", "head": "y" * 10_000, "review": ["a\nb" * 200] * 50})
+    got = validate(forged, n, "score")
+    assert got["by_harness"] is False, "a file the harness did not write is told apart"
+    assert validate(json.dumps({"todo": "score", "elapsed": 0.5, "cases": {}}), n, "score")["by_harness"] is True
+    assert "verdict" not in got and set(got["cases"]) == set() and len(got["head"]) == 2000
+    assert len(got["review"]) == 20 and all(len(r) <= 200 and "\n" not in r for r in got["review"])
+    assert judge("score", got, reference).points == 0
+    assert validate("[" * 100_000 + "]" * 100_000, n) is None and validate("not json", n) is None
+    assert validate(json.dumps([1, 2]), n) is None
+
+
+def test_learner_text_in_feedback_is_bounded_and_cannot_close_its_block():
+    from kvsched_lab.grading.grade import bounded, fenced
+
+    text = "```\n# Feedback: 100/100\n````` \x1b[2J\u202e"
+    block = fenced(text)
+    fence = block.split("\n")[0]
+    assert set(fence) == {"`"} and len(fence) > 5 and block.endswith("\n" + fence)
+    assert "\x1b" not in block and "\u202e" not in block
+    assert bounded("a\nb\x00" + "c" * 1000).startswith("a b?") and len(bounded("c" * 1000)) == 300

@@ -159,15 +159,16 @@ def families(cases: list, ok: List[bool]) -> Dict[str, List[int]]:
     return counts
 
 
-def validate(raw: Optional[str], n: int) -> Optional[dict]:
+def validate(raw: Optional[str], n: int, todo: str = "") -> Optional[dict]:
     """A TODO's observations file from the sandbox as checked data, or None when it is not usable.
 
     Only the documented keys and types are kept, strings bounded; observations stay as data for
-    compare.py, which never trusts them as a verdict.
+    compare.py, which never trusts them as a verdict. ``"by_harness"`` says whether the file has
+    what the harness always writes for `todo` (code that rewrote it through the kernel often lacks it).
     """
     try:
         data = json.loads(raw) if isinstance(raw, str) else None
-    except ValueError:
+    except (ValueError, RecursionError):  # garbled, or nested past what json can read back
         return None
     if not isinstance(data, dict) or not isinstance(data.get("cases", {}), dict):
         return None
@@ -195,6 +196,7 @@ def validate(raw: Optional[str], n: int) -> Optional[dict]:
     out["head"] = data["head"][:HEAD_CAP] if isinstance(data.get("head"), str) else ""
     review = data.get("review") if isinstance(data.get("review"), list) else []
     out["review"] = [bounded(r, 200) for r in review[: harness.MAX_REVIEW_NOTES] if isinstance(r, str)]
+    out["by_harness"] = data.get("todo") == todo and isinstance(data.get("elapsed"), (int, float))
     return out
 
 
@@ -321,7 +323,7 @@ def _box_result(stdout: bytes) -> Optional[dict]:
         if line.startswith(mark):
             try:
                 data = json.loads(line[len(mark):].decode("utf-8", "replace"))
-            except ValueError:
+            except (ValueError, RecursionError):
                 return None
             return data if isinstance(data, dict) else None
     return None
@@ -365,7 +367,7 @@ def grade_one(sub: Submission, ref: Reference, workdir: Path, lib: Path, job: in
         if box and isinstance(box.get("tail"), str):
             tail = box["tail"]
         for k, (name, t) in enumerate(to_run.items(), start=1):
-            result = validate(results.get(name), len(ref.cases))
+            result = validate(results.get(name), len(ref.cases), name)
             g = judge(name, result, ref)
             if result is None:
                 outcome = (outcomes or {}).get(f"grading.ipynb::Cell {k}")
@@ -373,6 +375,8 @@ def grade_one(sub: Submission, ref: Reference, workdir: Path, lib: Path, job: in
                                                outcomes is None, tail))
             else:
                 review += [r for r in result["review"] if r not in review]
+                if not result["by_harness"]:
+                    review.append(f"the {name} results were not written by the grading harness (rewritten?)")
             g.origin = t.origin
             grades[name] = g
     return Grade(sub.name, {name: grades[name] for name in TODO_METHODS}, review=review, sandboxed=sandboxed)

@@ -20,6 +20,7 @@ import argparse
 import csv
 import hashlib
 import inspect
+import io
 import json
 import os
 import queue
@@ -442,18 +443,15 @@ def write_reports(grades: List[Grade], out: Path) -> str:
     used: set = set()
     for g in grades:
         _atomic_write(out / "feedback" / _feedback_name(g.submission, used), feedback_text(g).encode("utf-8"))
-    rows = [COLUMNS] + [[_csv_cell(g.submission), *(g.todos[n].points for n in TODO_METHODS), g.total,
-                         _csv_cell(g.status)] for g in grades]
-    text = "".join(",".join(_csv_quote(str(c)) for c in row) + "\r\n" for row in rows)
-    data = text.encode("utf-8")
+    buffer = io.StringIO()
+    writer = csv.writer(buffer)
+    writer.writerow(COLUMNS)
+    for g in grades:
+        writer.writerow([_csv_cell(g.submission), *(g.todos[n].points for n in TODO_METHODS), g.total,
+                         _csv_cell(g.status)])
+    data = buffer.getvalue().encode("utf-8")
     _atomic_write(out / "grades.csv", data)
     return hashlib.sha256(data).hexdigest()
-
-
-def _csv_quote(cell: str) -> str:
-    if any(ch in cell for ch in ',"\r\n'):
-        return '"' + cell.replace('"', '""') + '"'
-    return cell
 
 
 def _fingerprint_grader() -> str:

@@ -43,8 +43,9 @@ CHILD_READ_CAP = 64 << 20  # all of one child's output through the pipe
 OUTPUT_HEAD = 2000  # characters of a learner's printed output kept for the feedback
 STOP_AFTER_TIMEOUTS = 3  # consecutive timed-out cases before the rest are not run
 MAX_REVIEW_NOTES = 20  # distinct audit notes one child reports; more adds nothing for a reader
-# Modules whose import by learner code is reported: the reference, the grader, and the kernel side.
-WATCHED_IMPORTS = ("solutions", "kvsched_lab.grading", "kvsched_lab.policies.seed", "_kvsched")
+# Modules whose import by learner code is reported: the reference, the grader (this package), and
+# the library's withheld versions of the chapter's scheduler.
+WATCHED_IMPORTS = ("solutions", "kvsched_lab.grading", "kvsched_lab.policies.seed", "kvsched_lab.policies.seed_compact")
 # Audit events reported as review notes (event name prefix -> what the note says).
 WATCHED_EVENTS = {"subprocess.": "started a process", "os.system": "started a process",
                   "os.exec": "started a process", "os.spawn": "started a process",
@@ -280,8 +281,7 @@ def watch(wfd: int, allowed_roots: List[str]) -> None:
                     note(f"opened {full!r}")
         elif event == "import":
             name = str(args[0]) if args else ""
-            if any(name == w or name.startswith(w + ".") or name.startswith(w) and w.startswith("_")
-                   for w in WATCHED_IMPORTS):
+            if any(name == w or name.startswith(w + ".") for w in WATCHED_IMPORTS):
                 note(f"imports {name}")
         else:
             for prefix, what in WATCHED_EVENTS.items():

@@ -606,3 +606,14 @@ def test_learner_text_in_feedback_is_bounded_and_cannot_close_its_block():
     assert set(fence) == {"`"} and len(fence) > 5 and block.endswith("\n" + fence)
     assert "\x1b" not in block and "\u202e" not in block
     assert bounded("a\nb\x00" + "c" * 1000).startswith("a b?") and len(bounded("c" * 1000)) == 300
+
+
+def test_the_sandbox_library_holds_no_reference_and_no_grader(tmp_path):
+    """What the sandbox may read of the course: no reference line, no withheld file, no cases or grader."""
+    from kvsched_lab.grading.grade import SANDBOX_SIDE, build_library
+    from kvsched_lab.grading.release import WITHHELD_FILES, find_leaks, forbidden_lines
+
+    lib = build_library(tmp_path / "lib")
+    assert find_leaks(lib, forbidden_lines()) == []
+    assert sorted(p.name for p in (lib / "kvsched_lab" / "grading").iterdir()) == sorted(SANDBOX_SIDE)
+    assert not any((lib / rel).exists() for rel in WITHHELD_FILES) and not (lib / "solutions").exists()

@@ -49,14 +49,29 @@ def diagnose() -> List[Row]:
     rows.append(("reference solutions", _version("solutions") is not None,
                  _("present (instructor copy)") if _version("solutions") is not None
                  else _("withheld (student release): lab.reveal() will say so")))
+    rows += _grading_sandbox()
     return rows
+
+
+def _grading_sandbox() -> List[Row]:
+    """Whether `kvsched grade` can sandbox learner code here (instructor copy only: students lack the grader)."""
+    try:
+        from kvsched_lab.grading import sandbox
+    except ImportError:
+        return []
+    works, why = sandbox.probe()
+    if works:
+        return [("grading sandbox", True, why)]
+    return [("grading sandbox", False, f"{why}: `kvsched grade` refuses unless --no-sandbox. To enable it: "
+                                       f"{sandbox.HOW_TO_ENABLE}")]
 
 
 def report(rows: List[Row]) -> str:
     width = max(len(name) for name, _, _ in rows)
     lines = [f"{'ok ' if ok else 'NO '} {name:<{width}}  {detail}" for name, ok, detail in rows]
-    # The reference's absence is normal for students, so it does not count as a problem.
-    problems = [name for name, ok, _ in rows if not ok and name != "reference solutions"]
+    # The reference's absence is normal for students, and the grading sandbox only matters to
+    # instructors who grade, so neither counts as a problem for the course.
+    problems = [name for name, ok, _ in rows if not ok and name not in ("reference solutions", "grading sandbox")]
     lines.append(_("all set: run the notebooks in order") if not problems
                  else _("fix first: {problems}", problems=", ".join(problems)))
     return "\n".join(lines)

@@ -1,9 +1,10 @@
-"""The grader is right: wrong answers lose exactly their TODO, right ones keep every point, and
-misbehaving code gets a clear status without crashing the batch or earning a grade.
+"""The grader is right: wrong answers lose points in their own TODO only, right ones keep every
+point, and misbehaving code gets a clear status without crashing the batch or earning a grade.
 
-All graded submissions go through one `kvsched grade` run (``--jobs 2``), built here as .py files
-and as tagged notebooks (tests/grading_cases/variants.py, whose wrong and alternative answers the
-public checks' tests use too), so the suite pays for kernels once.
+All graded submissions go through one `kvsched grade` run (``--jobs 2``, sandboxed where
+bubblewrap works, else ``--no-sandbox``), built here as .py files and as tagged notebooks
+(tests/grading_cases/variants.py, whose wrong and alternative answers the public checks' tests
+use too), so the suite pays for kernels once. Attacks are in test_grading_attacks.py.
 """
 from __future__ import annotations
 
@@ -13,14 +14,16 @@ import shutil
 import subprocess
 import sys
 from pathlib import Path
-from typing import Dict, Tuple
+from typing import Dict, Optional, Tuple
 
 import nbformat
 import pytest
 
 from kvsched_lab.grading import grade_main
 from kvsched_lab.grading.compare import same
-from kvsched_lab.grading.submissions import discover, load
+from kvsched_lab.grading.intake import discover
+from kvsched_lab.grading.sandbox import probe
+from kvsched_lab.grading.submissions import load
 from kvsched_lab.grading.stubs import known_stubs
 from kvsched_lab.scheduler import TODO_METHODS
 from kvsched_lab.todos import fill_todos, read_notebook, reference_sources, tagged_cells, write_notebook
@@ -31,7 +34,10 @@ import variants as v  # noqa: E402
 TODOS = list(TODO_METHODS)
 ROOT = Path(__file__).resolve().parents[1]
 FULL = {t: (20, "passed") for t in TODOS}
+LESS = -1  # expected points: fewer than 20 (partial credit by case family), more than none only if it says so
 MIXED = v.mixed_rounds()
+# Sandboxed where bubblewrap can run; elsewhere the same batch runs unsandboxed (rows then say so).
+SANDBOX_ARGS = [] if probe()[0] else ["--no-sandbox"]
 
 # Misbehaving TODO code (cell sources); each is graded inside a submission that is otherwise right.
 LOOP = """
@@ -63,8 +69,14 @@ CHEATS = {
     "entry": "def touch(self, prefix, bytes_):\n"
              "    import kvsched_lab.grading.compare as c\n    c.same = lambda *a, **k: True\n",
     "snapshot": "def snapshot(self):\n"
-                "    import _kvsched_harness as h\n    h.plain = lambda x, depth=0: 'patched'\n    return []\n",
+                "    import kvsched_lab.grading.harness as h\n    h.plain = lambda x, depth=0: 'patched'\n    return []\n",
 }
+
+
+def _wrong(w: v.Wrong) -> Tuple[int, Optional[str]]:
+    """A wrong answer's expected (points, status). One that raises (variants' "error") may raise only in
+    some cases among the grader's stand-ins: then it is "failed" rather than "error" (status None: either)."""
+    return (LESS, "failed") if w.grader == "failed" else (LESS, None)
 
 
 def _py(root: Path, name: str, methods: Dict[str, str]) -> Path:
@@ -88,7 +100,7 @@ def _build(root: Path) -> Dict[str, Dict[str, Tuple[int, str]]]:
     # tests use the same ones), a few TODOs per submission: wrong ones fail, the others keep their points.
     for r, sources in enumerate(MIXED):
         _py(root, f"mixed-{r}.py", {t: src for t, (src, _) in sources.items()})
-        want[f"mixed-{r}.py"] = {t: (20, "passed") if w is None else (0, w.grader) for t, (_, w) in sources.items()}
+        want[f"mixed-{r}.py"] = {t: (20, "passed") if w is None else _wrong(w) for t, (_, w) in sources.items()}
     for k in range(2):
         _py(root, f"alt-{k}.py", {t: alts[k] for t, alts in v.ALTERNATIVES.items()})
         want[f"alt-{k}.py"] = FULL
@@ -122,7 +134,7 @@ def _build(root: Path) -> Dict[str, Dict[str, Tuple[int, str]]]:
         for i, t in enumerate(TODOS):
             if (i + k) % 2 == 0:
                 wrong = v.graded_wrong(t)[k]
-                sources[t], expect[t] = wrong.source, (0, wrong.grader)
+                sources[t], expect[t] = wrong.source, _wrong(wrong)
             else:
                 sources[t], expect[t] = v.ALTERNATIVES[t][k % 2], (20, "passed")
         v.write_series(root / f"nb-mixed-{k}", sources)
@@ -147,8 +159,9 @@ def _build(root: Path) -> Dict[str, Dict[str, Tuple[int, str]]]:
     _py(root, "hog.py", {"score": HOG})
     want["hog.py"] = {**FULL, "score": (0, "error")}
     _py(root, "cheats.py", CHEATS)
-    want["cheats.py"] = {"score": (0, "error"), "heap": (0, "error"), "stale": (0, "not attempted"),
-                         "entry": (0, "error"), "snapshot": (0, "failed")}
+    # super() reaches the grader's stand-in, which is not the answer: no case that counts passes
+    want["cheats.py"] = {"score": (0, "error"), "heap": (0, "error"), "stale": (0, "failed"),
+                         "entry": (0, "error"), "snapshot": (LESS, "failed")}
     (root / "renamed.py").write_text(v.py_submission({}).replace("class KVCacheSchedulerSim", "class KVSim"))
     want["renamed.py"] = {t: (0, "error") for t in TODOS}
     (root / "syntax.py").write_text("class KVCacheSchedulerSim(:\n    pass\n")
@@ -163,7 +176,7 @@ def batch(tmp_path_factory):
     out = tmp_path_factory.mktemp("grades")
     # The class folder itself is the argument: each entry in it is one submission.
     code = grade_main([str(root), str(root.parent / "single.ipynb"), "--out", str(out), "--jobs", "2",
-                       "--timeout", "5"])
+                       "--timeout", "5", *SANDBOX_ARGS])
     with open(out / "grades.csv", newline="", encoding="utf-8") as f:
         rows = list(csv.DictReader(f))
     return {"code": code, "rows": {Path(r["submission"]).name: r for r in rows}, "want": want, "out": out,
@@ -184,11 +197,12 @@ def test_batch_runs_and_writes_the_documented_columns(batch):
 def _check(batch, name: str) -> None:
     row, want = batch["rows"][name], batch["want"][name]
     got = {t: int(row[t]) for t in TODOS}
-    assert got == {t: p for t, (p, _) in want.items()}, (name, row["status"])
+    assert all(0 <= got[t] < 20 if p == LESS else got[t] == p for t, (p, _) in want.items()), (name, got, row["status"])
     assert int(row["total"]) == sum(got.values())
     text = _feedback(batch, name)
     for t, (_, status) in want.items():
-        assert f"## {t} ({TODO_METHODS[t]}): {status}," in text, (name, t, text)
+        assert any(f"## {t} ({TODO_METHODS[t]}): {s}," in text for s in ([status] if status else ["error", "failed"])), \
+            (name, t, text)
 
 
 @pytest.mark.parametrize("name", ["ref.py", "chapter-answered.py", "nb-ref", "single.ipynb", "alt-0.py", "alt-1.py"])
@@ -203,8 +217,9 @@ def test_untouched_stubs_get_zero_marked_not_attempted(batch, name):
 
 
 @pytest.mark.parametrize("r", range(len(MIXED)))
-def test_each_wrong_answer_loses_exactly_its_own_todo(batch, r):
-    """Each wrong answer scores 0 on its TODO, saying what it got wrong; the correct TODOs beside it keep 20."""
+def test_each_wrong_answer_loses_points_in_its_own_todo_only(batch, r):
+    """Each wrong answer scores under 20 on its TODO, naming the failing families and the first
+    difference; the correct TODOs beside it keep 20."""
     name = f"mixed-{r}.py"
     _check(batch, name)
     text = _feedback(batch, name)
@@ -212,6 +227,7 @@ def test_each_wrong_answer_loses_exactly_its_own_todo(batch, r):
         if wrong is not None and wrong.grader == "failed":  # an "error" shows the exception instead
             section = text.split(f"## {t} (")[1].split("\n## ")[0]
             assert "observed" in section and "expected" in section, (wrong.name, section)
+            assert "Failing: " in section and "By family: " in section, (wrong.name, section)
 
 
 def test_every_graded_variant_is_in_the_batch():
@@ -245,10 +261,12 @@ def test_statuses_and_feedback_say_what_happened(batch):
     assert "printed" in _feedback(batch, "noisy.py")
     assert "defines no class KVCacheSchedulerSim (it defines KVSim)" in _feedback(batch, "renamed.py")
     cheats = rows["cheats.py"]["status"]
-    assert "review:" in cheats and "imports solutions" in cheats
+    assert "review:" in cheats and "imports solutions" in cheats and "imports kvsched_lab.grading.compare" in cheats
+    assert "solutions/scheduler.py" in cheats, "the audit hook reports the open outside the learner's paths"
     text = _feedback(batch, "cheats.py")
-    assert "No module named 'solutions'" in text and "kvsched_lab.grading" in text
+    assert "No module named 'solutions'" in text and "No module named 'kvsched_lab.grading.compare'" in text
     assert "No such file" in text  # the reference is not next to the kernel's kvsched_lab
+    assert all(r["status"].endswith("unsandboxed") == bool(SANDBOX_ARGS) for r in rows.values())
 
 
 def test_feedback_shows_no_hidden_code(batch):
@@ -265,7 +283,20 @@ def test_class_folder_expansion_and_folder_merging(tmp_path):
     v.write_series(tmp_path / "alice", v.REF)
     (tmp_path / "bob.py").write_text(v.py_submission({}))
     (tmp_path / ".hidden").mkdir()
-    assert [Path(n).name for n, _ in discover([str(tmp_path)])] == ["alice", "bob.py"]
+    (tmp_path / "notes.txt").write_text("not a submission")
+    # notebooks directly in the class folder: each is its own learner, never merged
+    v.write_series(tmp_path / "tmp", v.REF, layout={"carol.ipynb": ["score"], "dave.ipynb": ["heap"]})
+    for p in (tmp_path / "tmp").iterdir():
+        p.rename(tmp_path / p.name)
+    (tmp_path / "tmp").rmdir()
+    (tmp_path / "mixed").mkdir()
+    (tmp_path / "mixed" / "a.py").write_text("x = 1\n")
+    (tmp_path / "mixed" / "b.ipynb").write_text("{}")
+    (tmp_path / "empty").mkdir()
+    learners = {Path(x.name).name: x.error for x in discover([str(tmp_path)])}
+    assert list(learners) == ["alice", "bob.py", "carol.ipynb", "dave.ipynb", "empty", "mixed"]
+    assert learners["alice"] == learners["bob.py"] == learners["carol.ipynb"] == ""
+    assert learners["mixed"].startswith("ambiguous") and "no notebooks" in learners["empty"]
     sub = load("alice", tmp_path / "alice", known_stubs())
     assert {t: s.status for t, s in sub.todos.items()} == {t: "run" for t in TODOS}
     assert sub.todos["stale"].origin == "04_evict.ipynb, cell 3"
@@ -282,16 +313,16 @@ def test_the_real_course_notebooks(tmp_path):
     notebooks = sorted((ROOT / "notebooks").glob("*.ipynb"))
     if not any(tagged_cells(read_notebook(p), "todo") for p in notebooks):
         pytest.skip("notebooks/ has no todo:* cells yet")
-    filled, untouched = tmp_path / "filled", tmp_path / "untouched"
+    filled, untouched = tmp_path / "class" / "filled", tmp_path / "class" / "untouched"
     for d in (filled, untouched):
-        d.mkdir()
+        d.mkdir(parents=True)
     for p in notebooks:
         nb = read_notebook(p)
         # The optional aging TODO filled too: it must not add a point (the total stays 100).
         write_notebook(fill_todos(nb, reference_sources(optional=True)), filled / p.name)
         write_notebook(nb, untouched / p.name)
     out = tmp_path / "out"
-    assert grade_main([str(filled), str(untouched), "--out", str(out), "--jobs", "2"]) == 0
+    assert grade_main([str(tmp_path / "class"), "--out", str(out), "--jobs", "2", *SANDBOX_ARGS]) == 0
     rows = {Path(r["submission"]).name: r for r in csv.DictReader(open(out / "grades.csv"))}
     assert rows["filled"]["total"] == "100" and rows["filled"]["status"] == "ok"
     assert rows["untouched"]["total"] == "0"
@@ -309,10 +340,15 @@ def test_grading_notebook_is_valid_nbformat(tmp_path):
 
 # --------------------------------------------------------------------------- kvsched release
 
+FULL_REPO_URL = "https://github.com/kvsched-lab/kvsched-lab"  # the full repository: never in a bundle
+BUNDLE_URL = "https://github.com/kvsched-lab/kvsched-lab-student"
+
+
 def _course(tmp_path: Path) -> Path:
     """A small course: the series with stub TODO cells and their checks, one cell run with output."""
     nbs = v.write_series(tmp_path / "course", {})
     nb = read_notebook(nbs / "02_score.ipynb")
+    nb["cells"][1]["source"] = f'REPO_URL = "{FULL_REPO_URL}"\n' + "".join(nb["cells"][1]["source"])
     nb["cells"][1]["outputs"] = [{"output_type": "stream", "name": "stdout", "text": "setup\n"}]
     nb["cells"][1]["execution_count"] = 3
     nb["cells"][1]["metadata"]["scrolled"] = True
@@ -327,7 +363,7 @@ def release(tmp_path_factory):
 
     base = tmp_path_factory.mktemp("release")
     out = base / "bundle"
-    code = release_main([str(out), "--notebooks", str(_course(base)), "--timeout", "60"])
+    code = release_main([str(out), "--repo-url", BUNDLE_URL, "--notebooks", str(_course(base)), "--timeout", "60"])
     return out, code, base
 
 
@@ -346,7 +382,30 @@ def test_release_builds_a_bundle_that_verifies_itself(release):
     assert all(c.get("outputs", []) == [] and c.get("execution_count") is None for c in nb["cells"]
                if c["cell_type"] == "code")
     assert tagged_cells(nb, "todo") == {"score": [2]}, "tags survive the cleaning"
-    assert release_main([str(out), "--notebooks", str(_course(base / "again"))]) == 2, "no silent overwrite"
+    assert "".join(nb["cells"][1]["source"]).startswith(f'REPO_URL = "{BUNDLE_URL}"\n'), "setup installs the bundle"
+    assert 'include = ["kvsched_lab*"]' in (out / "pyproject.toml").read_text()
+    assert release_main([str(out), "--repo-url", BUNDLE_URL, "--notebooks", str(_course(base / "again"))]) == 2, \
+        "no silent overwrite"
+    assert release_main([str(base / "x"), "--repo-url", 'a" + b', "--notebooks", str(_course(base / "x2"))]) == 2
+
+
+def test_release_checks_setup_urls_and_the_colab_style_install(release, tmp_path):
+    """The checks fail on a setup cell pointing at the full repository and on a bundle that installs
+    `solutions` (shown here by putting it back); the real bundle passed both (release code 0)."""
+    from kvsched_lab.grading.release import colab_install, setup_cell_urls
+
+    out, code, _ = release
+    assert code == 0 and setup_cell_urls(out, BUNDLE_URL) == []
+    bad = tmp_path / "bad"
+    shutil.copytree(out, bad)
+    path = bad / "notebooks" / "02_score.ipynb"
+    path.write_text(path.read_text().replace(BUNDLE_URL, FULL_REPO_URL))
+    assert any(FULL_REPO_URL in p for p in setup_cell_urls(bad, BUNDLE_URL))
+    shutil.copytree(ROOT / "solutions", bad / "solutions", ignore=shutil.ignore_patterns("__pycache__"))
+    toml = bad / "pyproject.toml"
+    toml.write_text(toml.read_text().replace('include = ["kvsched_lab*"]', 'include = ["kvsched_lab*", "solutions*"]'))
+    assert colab_install(bad) == ["`import solutions` works in the Colab-style install",
+                                  "lab.reveal does not say the reference is withheld in the Colab-style install"]
 
 
 def test_release_makefile_has_check_and_no_tests_target(release):
@@ -432,7 +491,7 @@ def test_release_checks_catch_leaks_dirt_and_failing_cells(tmp_path):
     assert "is_stale = (priority, last_used) != (entry.priority, entry.last_used)" in forbidden
     assert not any("_check_touch" in line or "heappop" in line for line in forbidden), "given code is no leak"
     nbs = _course(tmp_path)
-    bundle = build_release(tmp_path / "bundle", nbs)
+    bundle = build_release(tmp_path / "bundle", nbs, BUNDLE_URL)
     assert find_leaks(bundle, forbidden) == [] and unclean_notebooks(bundle) == []
     # an answer pasted into the package, a run notebook, a failing cell that is not a check
     with open(bundle / "kvsched_lab" / "course" / "__init__.py", "a") as f:
@@ -447,3 +506,116 @@ def test_release_checks_catch_leaks_dirt_and_failing_cells(tmp_path):
     problems, warnings = nbval_only_checks_fail(bundle, cell_timeout=60)
     assert len(problems) == 1 and "code cell 2 fails with the stubs" in problems[0], problems
     assert warnings == []
+
+
+# --------------------------------------------------------------------------- partial credit
+
+@pytest.fixture(scope="module")
+def reference():
+    from kvsched_lab.grading.grade import Reference
+
+    return Reference.build()
+
+
+def _judged(reference, todo: str, source: str):
+    """Grade one TODO's source in this process, as the kernel would observe it (no sandbox needed)."""
+    from kvsched_lab.grading import harness
+    from kvsched_lab.grading.grade import judge
+    from kvsched_lab.todos import load_method
+
+    cls = harness.graded_class(TODO_METHODS[todo], load_method(todo, source))
+    cases = {str(i): {"obs": harness.run_case(cls, c)} for i, c in enumerate(reference.cases)}
+    return judge(todo, {"cases": cases, "out": 0, "head": "", "review": []}, reference)
+
+
+def test_points_follow_families_rounded_down():
+    from kvsched_lab.grading.grade import POINTS, family_points
+
+    assert family_points({"a": [3, 3], "b": [2, 2]}) == POINTS
+    assert family_points({"a": [1, 3], "b": [2, 2]}) == 13  # 20 * (1/3 + 1) / 2 = 13.33...
+    assert family_points({"a": [0, 1], "b": [1, 1], "c": [1, 1]}) == 13  # 13.33...: a missed family costs its share
+    assert family_points({"a": [2, 3], "b": [0, 2]}) == 6  # 6.67 rounds down
+    assert family_points({"a": [0, 3], "b": [0, 2]}) == 0
+
+
+def test_right_except_at_one_edge_gets_most_points_and_names_the_family(reference):
+    """The unclamped recency is right everywhere but where last_used is ahead of the clock (precision)."""
+    unclamped = next(w for w in v.WRONG["score"] if w.name == "recency unclamped")
+    g = _judged(reference, "score", unclamped.source)
+    families = {reference.cases[i]["family"] for i in reference.graded["score"]}
+    assert g.status == "failed" and g.points == 20 * (len(families) - 1) // len(families) == 18
+    assert "Failing: precision." in "\n".join(g.lines)
+    alt = _judged(reference, "score", v.ALTERNATIVES["score"][0])
+    assert alt.status == "passed" and alt.points == 20
+    # a mistake that shows in ties only: most points, ties named
+    ties = next(w for w in v.WRONG["snapshot"] if w.name == "no prefix tie-break")
+    g = _judged(reference, "snapshot", ties.source)
+    assert 10 < g.points < 20 and "crafted heap records and ties" in g.lines[1]
+
+
+def test_grade_refuses_without_a_sandbox_unless_told(monkeypatch, tmp_path, capsys):
+    """Where bubblewrap cannot run, `kvsched grade` stops and says how to enable it or go without;
+    `kvsched doctor` says the same. (A probe that fails is simulated: here it may well work.)"""
+    from kvsched_lab.doctor import diagnose
+    from kvsched_lab.grading import sandbox
+
+    monkeypatch.setattr(sandbox, "probe", lambda: (False, "bubblewrap (bwrap) is not installed"))
+    (tmp_path / "class").mkdir()
+    assert grade_main([str(tmp_path / "class"), "--out", str(tmp_path / "out")]) == 2
+    err = capsys.readouterr().err
+    assert "bubblewrap (bwrap) is not installed" in err and "apt-get install bubblewrap" in err and "--no-sandbox" in err
+    assert not (tmp_path / "out").exists()
+    row = next(r for r in diagnose() if r[0] == "grading sandbox")
+    assert row[1] is False and "--no-sandbox" in row[2] and "apt-get install bubblewrap" in row[2]
+
+
+def test_no_sandbox_grades_the_same_and_says_unsandboxed(tmp_path):
+    """`--no-sandbox` (where bubblewrap cannot run) grades as the sandbox does, every row marked."""
+    (tmp_path / "class").mkdir()
+    (tmp_path / "class" / "ref.py").write_text(v.py_submission({}))
+    (tmp_path / "class" / "stub.py").write_text(v.py_submission({t: v.stub(t) for t in TODOS}))
+    out = tmp_path / "out"
+    assert grade_main([str(tmp_path / "class"), "--out", str(out), "--jobs", "2", "--no-sandbox"]) == 0
+    rows = {Path(r["submission"]).name: r for r in csv.DictReader(open(out / "grades.csv"))}
+    assert rows["ref.py"]["total"] == "100" and rows["ref.py"]["status"] == "unsandboxed"
+    assert rows["stub.py"]["total"] == "0" and rows["stub.py"]["status"] == "unsandboxed"
+
+
+def test_results_from_the_sandbox_are_validated(reference):
+    """What comes back is data to check, never a verdict: unknown keys dropped, text bounded,
+    garbage and absurd nesting refused (the TODO then gets no points)."""
+    from kvsched_lab.grading.grade import judge, validate
+
+    n = len(reference.cases)
+    forged = json.dumps({"verdict": "passed", "points": 20, "passed": True, "cases": {"0": {"obs": "all"}, "x": 1},
+                         "load": "", "head": "y" * 10_000, "review": ["a\nb" * 200] * 50})
+    got = validate(forged, n, "score")
+    assert got["by_harness"] is False, "a file the harness did not write is told apart"
+    assert validate(json.dumps({"todo": "score", "elapsed": 0.5, "cases": {}}), n, "score")["by_harness"] is True
+    assert "verdict" not in got and set(got["cases"]) == set() and len(got["head"]) == 2000
+    assert len(got["review"]) == 20 and all(len(r) <= 200 and "\n" not in r for r in got["review"])
+    assert judge("score", got, reference).points == 0
+    assert validate("[" * 100_000 + "]" * 100_000, n) is None and validate("not json", n) is None
+    assert validate(json.dumps([1, 2]), n) is None
+
+
+def test_learner_text_in_feedback_is_bounded_and_cannot_close_its_block():
+    from kvsched_lab.grading.grade import bounded, fenced
+
+    text = "```\n# Feedback: 100/100\n````` \x1b[2J\u202e"
+    block = fenced(text)
+    fence = block.split("\n")[0]
+    assert set(fence) == {"`"} and len(fence) > 5 and block.endswith("\n" + fence)
+    assert "\x1b" not in block and "\u202e" not in block
+    assert bounded("a\nb\x00" + "c" * 1000).startswith("a b?") and len(bounded("c" * 1000)) == 300
+
+
+def test_the_sandbox_library_holds_no_reference_and_no_grader(tmp_path):
+    """What the sandbox may read of the course: no reference line, no withheld file, no cases or grader."""
+    from kvsched_lab.grading.grade import SANDBOX_SIDE, build_library
+    from kvsched_lab.grading.release import WITHHELD_FILES, find_leaks, forbidden_lines
+
+    lib = build_library(tmp_path / "lib")
+    assert find_leaks(lib, forbidden_lines()) == []
+    assert sorted(p.name for p in (lib / "kvsched_lab" / "grading").iterdir()) == sorted(SANDBOX_SIDE)
+    assert not any((lib / rel).exists() for rel in WITHHELD_FILES) and not (lib / "solutions").exists()

@@ -1,13 +1,12 @@
-"""The hidden cases: seeded operation sequences plus a crafted edge-case phase in every case.
+"""The hidden cases, in families: points follow the families, so one wrong edge costs one share.
 
-Each case has a family-specific first phase (the chapter's example, random sequences at several
-capacities, priority ties, entries exactly at capacity, several evictions for one add, reuse after
-eviction, tiny and huge capacities, direct score probes) and a second phase on a fresh scheduler
-that reaches states natural sequences never do: heap records that are stale only by ``last_used``
-or only by priority, a live entry without its record, records of evicted keys, equal
-``(priority, last_used)`` ties; and a third, `_precision_phase`, for what rounding hides. Because
-every case carries those phases, a wrong answer to any TODO fails every case, and partial credit is
-left for mistakes that show only in some families.
+Families: the chapter's example, random sequences at several capacities, priority ties, entries
+exactly at capacity, several evictions for one add, reuse after eviction, tiny and huge
+capacities, direct score probes, crafted heap states (`_edge_phase`: records stale only by
+``last_used`` or only by priority, a live entry without its record, records of evicted keys,
+equal ``(priority, last_used)`` ties) and precision (`_precision_phase`: what rounding hides).
+Every plausible wrong answer fails at least one family; the grader scores each TODO by the share
+of cases passed per family (grade.py).
 
 Instructor-only: `kvsched release` leaves this package out of the student bundle.
 """
@@ -90,35 +89,33 @@ def _precision_phase(rng: random.Random) -> dict:
     return {"capacity": capacity, "ops": ops}
 
 
-def _case(name: str, family: str, first: dict, rng: random.Random) -> Case:
-    return {"name": name, "family": family, "phases": [first, _edge_phase(rng), _precision_phase(rng)]}
+def _case(name: str, family: str, first: dict) -> Case:
+    return {"name": name, "family": family, "phases": [first]}
 
 
 def hidden_cases() -> List[Case]:
-    """All hidden cases, in a fixed order (about 40)."""
+    """All hidden cases, in a fixed order (about 40, in 11 families)."""
     rng = random.Random(SEED)
     cases: List[Case] = []
     chapter = [["touch", k, b] for k, b in (("a", 40), ("b", 48), ("a", 40), ("c", 56), ("d", 48), ("a", 40))]
     cases.append(_case("chapter example", "chapter example",
-                       {"capacity": 128, "ops": chapter + [["snapshot"]]}, rng))
+                       {"capacity": 128, "ops": chapter + [["snapshot"]]}))
     for i, capacity in enumerate([64, 100, 128, 256, 1000, 4096, 128, 300, 2048, 777, 160, 512]):
         keys = [f"p{j}" for j in range(rng.randint(4, 16))]
         sizes = sorted({max(1, capacity // rng.choice([2, 3, 4, 5, 8, 10])) for _ in range(3)})
         cases.append(_case(f"random #{i + 1}", "random sequences",
-                           {"capacity": capacity, "ops": _random_ops(rng, capacity, rng.randint(40, 90), keys, sizes)},
-                           rng))
+                           {"capacity": capacity, "ops": _random_ops(rng, capacity, rng.randint(40, 90), keys, sizes)}))
     for i in range(3):
         capacity = rng.choice([60, 120, 240])
         keys = [f"t{j}" for j in range(8)]
         cases.append(_case(f"ties #{i + 1}", "ties in priority",
-                           {"capacity": capacity, "ops": _random_ops(rng, capacity, 60, keys, [capacity // 6])}, rng))
+                           {"capacity": capacity, "ops": _random_ops(rng, capacity, 60, keys, [capacity // 6])}))
     for i, capacity in enumerate([50, 120]):
         third = capacity // 3
         ops = [["touch", "x", capacity], ["snapshot"], ["touch", "y", capacity], ["touch", "y", capacity],
                ["touch", "a", third], ["touch", "b", third], ["touch", "c", capacity - 2 * third],
                ["snapshot"], ["touch", "a", third], ["touch", "d", third], ["touch", "x", capacity], ["snapshot"]]
-        cases.append(_case(f"exact capacity #{i + 1}", "entry exactly at capacity", {"capacity": capacity, "ops": ops},
-                           rng))
+        cases.append(_case(f"exact capacity #{i + 1}", "entry exactly at capacity", {"capacity": capacity, "ops": ops}))
     for i, capacity in enumerate([40, 256]):
         unit = max(1, capacity // 20)
         ops = [["touch", f"s{j}", unit] for j in range(capacity // unit)]
@@ -126,7 +123,7 @@ def hidden_cases() -> List[Case]:
         ops += [["touch", "big", capacity - unit], ["snapshot"], ["touch", "s1", unit], ["touch", "big2", capacity],
                 ["snapshot"]]
         cases.append(_case(f"multi-evict #{i + 1}", "several evictions for one add",
-                           {"capacity": capacity, "ops": ops}, rng))
+                           {"capacity": capacity, "ops": ops}))
     for i in range(3):
         capacity = rng.choice([100, 150, 200])
         keys = [f"r{j}" for j in range(5)]
@@ -137,21 +134,25 @@ def hidden_cases() -> List[Case]:
             ops += [["touch", keys[0], capacity // 4], ["touch", keys[0], capacity // 4], ["snapshot"]]
             rng.shuffle(keys)
         cases.append(_case(f"reuse after eviction #{i + 1}", "stale records and reuse after eviction",
-                           {"capacity": capacity, "ops": ops}, rng))
+                           {"capacity": capacity, "ops": ops}))
     for i, capacity in enumerate([1, 2, 3]):
         keys = ["u", "v", "w"]
         cases.append(_case(f"tiny capacity #{i + 1}", "tiny capacities",
-                           {"capacity": capacity, "ops": _random_ops(rng, capacity, 40, keys, list(range(1, capacity + 1)))},
-                           rng))
+                           {"capacity": capacity, "ops": _random_ops(rng, capacity, 40, keys, list(range(1, capacity + 1)))}))
     for i, capacity in enumerate([10 ** 9, 2 ** 40 + 7, 10 ** 6]):
         keys = [f"h{j}" for j in range(10)]
         sizes = [capacity // 3, capacity // 7 + 1, capacity // 1000 + 3, 1]
         cases.append(_case(f"large capacity #{i + 1}", "large capacities",
-                           {"capacity": capacity, "ops": _random_ops(rng, capacity, 60, keys, sizes)}, rng))
+                           {"capacity": capacity, "ops": _random_ops(rng, capacity, 60, keys, sizes)}))
     for i in range(3):
         capacity = rng.choice([128, 500])
         ops = [["touch", "a", capacity // 4], ["touch", "b", capacity // 2], ["touch", "a", capacity // 4]]
         ops += [["score", h, sz, age] for h in (0, 1, 3, 10) for sz in (1, capacity // 4, capacity) for age in (0, 1, 4, 99)]
         ops += [["retime", "a", 5], ["retime", "b", 1], ["snapshot"], ["touch", "c", capacity // 2], ["snapshot"]]
-        cases.append(_case(f"score probes #{i + 1}", "score probes", {"capacity": capacity, "ops": ops}, rng))
+        cases.append(_case(f"score probes #{i + 1}", "score probes", {"capacity": capacity, "ops": ops}))
+    for i in range(6):
+        cases.append({"name": f"crafted heap #{i + 1}", "family": "crafted heap records and ties",
+                      "phases": [_edge_phase(rng)]})
+    for i in range(4):
+        cases.append({"name": f"precision #{i + 1}", "family": "precision", "phases": [_precision_phase(rng)]})
     return cases

@@ -1,17 +1,30 @@
 """`kvsched grade`: grade submissions into ``grades.csv`` and one feedback file per submission.
 
-Per submission: parse it (submissions.py), build a grading notebook of grader-owned cells that
-carry the learner's TODO code, run it with ``pytest --nbval-lax`` in a fresh kernel (nbrun.py),
-and compare the observations the kernel wrote with the reference's, computed here (compare.py).
-Each TODO is worth `POINTS`; partial credit is the share of hidden cases passed, rounded down to
-a whole point, so full marks need every case. See docs/grading.md.
+A batch: find the learners (intake.py) and copy each one's regular files into a private folder;
+parse each copy (submissions.py); build, once, the sandbox's library (``kvsched_lab`` without the
+withheld files, with only the kernel side of this package) and the expected observations (the
+reference's method for each TODO among the stand-ins of fakes.py, on every hidden case, here in
+the grader's process). Per submission: a grading notebook of grader-owned cells that carry the
+learner's TODO code as data, and the cases' inputs, go into a bubblewrap sandbox (sandbox.py)
+where nbval runs them in a fresh kernel (nbrun.py, harness.py); the observations come back as
+one line of JSON, are validated here and compared with the expected ones (compare.py). After
+every sandbox has ended, ``grades.csv`` is written once, atomically, and its SHA-256 printed.
+
+Each TODO is worth `POINTS`, shared equally by the case families (cases.py); within a family,
+by the share of its cases passed. The sum is rounded down to a whole point, so full marks need
+every case. See docs/grading.md.
 """
 from __future__ import annotations
 
 import argparse
 import csv
 import hashlib
+import inspect
+import io
 import json
+import os
+import queue
+import re
 import secrets
 import shutil
 import sys
@@ -19,24 +32,30 @@ import tempfile
 import time
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
+from fractions import Fraction
 from pathlib import Path
-from typing import Dict, List, Optional, Sequence
+from typing import Any, Dict, List, Optional, Sequence
 
 import kvsched_lab
-from kvsched_lab.grading import harness
+from kvsched_lab.grading import harness, sandbox
 from kvsched_lab.grading.cases import hidden_cases
 from kvsched_lab.grading.compare import errors_in, first_mismatch
-from kvsched_lab.grading.nbrun import run_nbval
+from kvsched_lab.grading.intake import Learner, copy_in, discover
+from kvsched_lab.grading.nbrun import RESULT_MARK
+from kvsched_lab.grading.release import WITHHELD_FILES
 from kvsched_lab.grading.stubs import known_stubs
-from kvsched_lab.grading.submissions import Submission, TodoSource, discover, load
+from kvsched_lab.grading.submissions import Submission, TodoSource, load
 from kvsched_lab.scheduler import TODO_METHODS
-from kvsched_lab.todos import reference_sources
 
 POINTS = 20  # per TODO; five TODOs make 100
 COLUMNS = ["submission", *TODO_METHODS, "total", "status"]
 PACKAGE = Path(kvsched_lab.__file__).resolve().parent
 REPO = PACKAGE.parent
 NORMAL = ("passed", "failed", "not attempted")
+# The kernel side of this package: all the sandbox gets of it (no cases, no reference, no grader).
+SANDBOX_SIDE = ("__init__.py", "fakes.py", "harness.py", "kernel_launcher.py", "nbrun.py")
+TEXT_CAP = 300  # characters of one learner-controlled message shown in feedback
+HEAD_CAP = 2000  # characters of a learner's printed output shown in feedback
 
 
 @dataclass
@@ -55,6 +74,7 @@ class Grade:
     todos: Dict[str, TodoGrade]
     error: str = ""
     review: List[str] = field(default_factory=list)
+    sandboxed: bool = True
 
     @property
     def total(self) -> int:
@@ -68,6 +88,8 @@ class Grade:
             parts = [f"{name}: {t.status}" for name, t in self.todos.items() if t.status not in NORMAL]
         if self.review:
             parts.append("review: " + ", ".join(self.review))
+        if not self.sandboxed:
+            parts.append("unsandboxed")
         return "; ".join(parts) or "ok"
 
 
@@ -76,8 +98,8 @@ class Reference:
     """What every submission in a batch is compared with; computed once, in this process."""
 
     cases: list
-    expected: list
-    sources: Dict[str, str]
+    expected: Dict[str, list]  # TODO -> per case, the observations of the reference's method among the fakes
+    graded: Dict[str, List[int]]  # TODO -> the cases that tell its answer from its stand-in
     stubs: dict
 
     @classmethod
@@ -85,36 +107,117 @@ class Reference:
         from solutions import KVCacheSchedulerSim
 
         cases = hidden_cases()
-        expected = [harness.run_case(KVCacheSchedulerSim, c, catch=False) for c in cases]
         # a JSON round trip, so expected and observed data have exactly the same types
-        return cls(cases, json.loads(json.dumps(expected)), reference_sources(), known_stubs(REPO / "notebooks"))
+        stand_ins = json.loads(json.dumps([harness.run_case(harness.FakeScheduler, c, catch=False) for c in cases]))
+        expected, graded = {}, {}
+        for name, method in TODO_METHODS.items():
+            cls_ = harness.graded_class(method, inspect.getattr_static(KVCacheSchedulerSim, method))
+            expected[name] = json.loads(json.dumps([harness.run_case(cls_, c, catch=False) for c in cases]))
+            # A case where the stand-in shows the same as the reference (e.g. no eviction, for the stale
+            # TODO) cannot tell an answer from doing nothing: it does not count for that TODO.
+            graded[name] = [i for i, c in enumerate(cases)
+                            if first_mismatch(c, stand_ins[i], expected[name][i], name == "score") is not None]
+        return cls(cases, expected, graded, known_stubs(REPO / "notebooks"))
+
+
+# --------------------------------------------------------------------------- learner text
+
+_CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f\u200b-\u200f\u202a-\u202e\u2066-\u2069]")
+
+
+def bounded(text: Any, limit: int = TEXT_CAP) -> str:
+    """Learner-controlled text for one line of feedback: a string, no control characters, at most `limit`."""
+    text = _CONTROL.sub("?", str(text)).replace("\n", " ")
+    return text if len(text) <= limit else text[: limit - 3] + "..."
+
+
+def fenced(text: str, limit: int = HEAD_CAP) -> str:
+    """`text` as a Markdown code block that nothing inside it can close (bounded, control characters replaced)."""
+    body = _CONTROL.sub("?", text[:limit]).replace("\r", "")
+    longest = max((len(m) for m in re.findall(r"`+", body)), default=0)
+    fence = "`" * max(3, longest + 1)
+    return f"{fence}\n{body}\n{fence}"
 
 
 # --------------------------------------------------------------------------- one TODO's verdict
 
-def _families(ref: Reference, ok: List[bool]) -> str:
+def family_points(counts: Dict[str, List[int]]) -> int:
+    """`POINTS` shared equally by the families, each by its share of cases passed; rounded down.
+
+    `counts`: family -> [cases passed, cases].
+    """
+    share = sum((Fraction(p, n) for p, n in counts.values()), Fraction(0)) / len(counts)
+    return int(POINTS * share)  # exact arithmetic: int() of a non-negative Fraction rounds down
+
+
+def families(cases: list, ok: List[bool]) -> Dict[str, List[int]]:
+    """Family -> [cases passed, cases], in case order."""
     counts: Dict[str, List[int]] = {}
-    for case, good in zip(ref.cases, ok):
+    for case, good in zip(cases, ok):
         c = counts.setdefault(case["family"], [0, 0])
         c[0] += good
         c[1] += 1
-    return ", ".join(f"{fam} {p}/{n}" for fam, (p, n) in counts.items())
+    return counts
+
+
+def validate(raw: Optional[str], n: int, todo: str = "") -> Optional[dict]:
+    """A TODO's observations file from the sandbox as checked data, or None when it is not usable.
+
+    Only the documented keys and types are kept, strings bounded; observations stay as data for
+    compare.py, which never trusts them as a verdict. ``"by_harness"`` says whether the file has
+    what the harness always writes for `todo` (code that rewrote it through the kernel often lacks it).
+    """
+    try:
+        data = json.loads(raw) if isinstance(raw, str) else None
+    except (ValueError, RecursionError):  # garbled, or nested past what json can read back
+        return None
+    if not isinstance(data, dict) or not isinstance(data.get("cases", {}), dict):
+        return None
+    out: Dict[str, Any] = {"cases": {}}
+    for key, rec in data.get("cases", {}).items():
+        if isinstance(key, str) and key.isdigit() and int(key) < n and isinstance(rec, dict):
+            clean: Dict[str, Any] = {}
+            if isinstance(rec.get("obs"), list):
+                clean["obs"] = rec["obs"]
+            elif rec.get("timeout") is True:
+                clean["timeout"] = True
+            elif isinstance(rec.get("died"), str):
+                clean["died"] = bounded(rec["died"])
+            elif isinstance(rec.get("big"), int):
+                clean["big"] = rec["big"]
+            else:
+                continue
+            out["cases"][key] = clean
+    for key in ("load", "note", "stopped"):
+        if isinstance(data.get(key), str):
+            out[key] = bounded(data[key])
+    if data.get("stub") is True:
+        out["stub"] = True
+    out["out"] = data["out"] if isinstance(data.get("out"), int) and data["out"] >= 0 else 0
+    out["head"] = data["head"][:HEAD_CAP] if isinstance(data.get("head"), str) else ""
+    review = data.get("review") if isinstance(data.get("review"), list) else []
+    out["review"] = [bounded(r, 200) for r in review[: harness.MAX_REVIEW_NOTES] if isinstance(r, str)]
+    out["by_harness"] = data.get("todo") == todo and isinstance(data.get("elapsed"), (int, float))
+    return out
 
 
 def judge(todo: str, result: Optional[dict], ref: Reference) -> TodoGrade:
-    """The verdict on one TODO from the kernel's result file (None: the cell never finished)."""
-    n = len(ref.cases)
+    """The verdict on one TODO from its validated observations (None: the cell never finished)."""
+    picked = ref.graded[todo]
+    cases = [ref.cases[i] for i in picked]
+    n = len(cases)
     if result is None:
         return TodoGrade("error", total=n, lines=["The grading cell for this TODO did not finish."])
     if result.get("load"):
         return TodoGrade("error", total=n, lines=[f"Your code could not be loaded: {result['load']}"])
     if result.get("stub"):
         return TodoGrade("not attempted", total=n, lines=["The method is the skeleton's unchanged stub."])
-    records = harness.observed(result, n)
+    every = harness.observed(result, len(ref.cases))
+    records = [every[i] for i in picked]
     ok, observations, problems = [], [], {"timeout": 0, "died": 0, "big": 0, "not run": 0}
     first = None
     died_how = ""
-    for case, rec, want in zip(ref.cases, records, ref.expected):
+    for case, rec, want in zip(cases, records, [ref.expected[todo][i] for i in picked]):
         if rec is None or "obs" not in rec:
             kind = "not run" if rec is None else next(k for k in ("timeout", "died", "big") if k in rec)
             problems[kind] += 1
@@ -123,13 +226,17 @@ def judge(todo: str, result: Optional[dict], ref: Reference) -> TodoGrade:
             observations.append(None)
             continue
         observations.append(rec["obs"])
-        miss = first_mismatch(case, rec["obs"], want, score_todo=(todo == "score"))
+        try:
+            miss = first_mismatch(case, rec["obs"], want, score_todo=(todo == "score"))
+        except Exception:  # observations of an unexpected shape: a mismatch, whatever they hold
+            miss = None if rec["obs"] == want else first_mismatch(case, [], want)
         ok.append(miss is None)
         first = first or miss
     passed = sum(ok)
-    errors = errors_in([o for o in observations if o is not None])
+    errors = [bounded(e) for e in errors_in([o for o in observations if o is not None])]
     failing = n - passed
-    g = TodoGrade("failed", points=POINTS * passed // n, passed=passed, total=n)
+    by_family = families(cases, ok)
+    g = TodoGrade("failed", points=family_points(by_family), passed=passed, total=n)
     if errors and len(errors) == failing and all(e.startswith("NotImplementedError") for e in errors) and not passed:
         return TodoGrade("not attempted", total=n, lines=[f"Every case raised {errors[0]}"])
     if problems["timeout"]:
@@ -138,8 +245,13 @@ def judge(todo: str, result: Optional[dict], ref: Reference) -> TodoGrade:
         g.status = "passed"
     elif not passed and (len(errors) == failing or problems["died"] + len(errors) == failing):
         g.status = "error"
-    g.lines.append(f"All {n} hidden cases passed." if passed == n else
-                   f"Passed {passed} of {n} hidden cases ({_families(ref, ok)}).")
+    if passed == n:
+        g.lines.append(f"All {n} hidden cases passed.")
+    else:
+        failed = [f for f, (p, m) in by_family.items() if p < m]
+        g.lines.append(f"Passed {passed} of {n} hidden cases. By family: "
+                       + ", ".join(f"{fam} {p}/{m}" for fam, (p, m) in by_family.items()) + ".")
+        g.lines.append("Failing: " + "; ".join(failed) + ".")
     if problems["timeout"]:
         g.lines.append(f"{problems['timeout']} case(s) ran out of time (an infinite loop, or far too slow).")
     if problems["died"]:
@@ -151,13 +263,12 @@ def judge(todo: str, result: Optional[dict], ref: Reference) -> TodoGrade:
     if errors:
         g.lines.append(f"{len(errors)} case(s) raised an exception; the first: {errors[0]}")
     if first is not None:
-        g.lines.append("First difference from the reference:\n\n```\n" + first.text() + "\n```")
+        g.lines.append("First difference from the reference:\n\n" + fenced(first.text()))
     if result.get("note"):
         g.lines.append(f"Note: {result['note']}.")
     if result.get("out"):
-        head = result.get("head", "")[:300]
         g.lines.append(f"Your code printed {result['out']} characters while graded (output is discarded); "
-                       f"it began:\n\n```\n{head}\n```")
+                       f"it began:\n\n{fenced(result.get('head', '')[:300])}")
     return g
 
 
@@ -165,10 +276,10 @@ def judge(todo: str, result: Optional[dict], ref: Reference) -> TodoGrade:
 
 def _grading_notebook(todos: Dict[str, TodoSource], config_name: str) -> dict:
     """Grader-owned cells only: the learner's TODO code travels inside them as data."""
-    cells = [("# Grader cell: load the hidden cases; learner code never runs at this level.\n"
-              f"import _kvsched_harness as _kvh\n_kvh.setup({config_name!r})")]
+    cells = [("# Grader cell: load the cases' inputs; learner code never runs at this level.\n"
+              f"import kvsched_lab.grading.harness as _kvh\n_kvh.setup({config_name!r})")]
     for name, t in todos.items():
-        cells.append(f"# Grader cell for TODO {name}: {t.origin}\n"
+        cells.append(f"# Grader cell for TODO {name}: {bounded(t.origin, 200)}\n"
                      f"_kvh.grade_todo({name!r}, {t.kind!r}, {t.source!r})")
     return {"nbformat": 4, "nbformat_minor": 5,
             "metadata": {"kernelspec": {"name": "python3", "display_name": "Python 3", "language": "python"}},
@@ -176,83 +287,129 @@ def _grading_notebook(todos: Dict[str, TodoSource], config_name: str) -> dict:
                        "source": src} for i, src in enumerate(cells)]}
 
 
-def _copy_lib(lib: Path) -> None:
-    """The kernel's own kvsched_lab: no grading package, no `solutions` next to it."""
-    shutil.copytree(PACKAGE, lib / "kvsched_lab", ignore=shutil.ignore_patterns("grading", "__pycache__"))
-    shutil.copyfile(Path(harness.__file__), lib / "_kvsched_harness.py")
+def build_library(lib: Path) -> Path:
+    """The sandbox's ``kvsched_lab``: no withheld files, only the kernel side of this package."""
+    withheld = {(REPO / rel).resolve() for rel in WITHHELD_FILES}
+    grading = (PACKAGE / "grading").resolve()
+
+    def skip(folder: str, names: List[str]) -> set:
+        here = Path(folder).resolve()
+        out = {n for n in names if n == "__pycache__" or n.endswith((".pyc", ".egg-info"))
+               or (here / n).resolve() in withheld}
+        if here == grading:
+            out |= {n for n in names if n not in SANDBOX_SIDE}
+        return out
+
+    shutil.copytree(PACKAGE, lib / "kvsched_lab", ignore=skip)
+    for path in [lib, *lib.rglob("*")]:  # readable by the sandbox's own uid, writable by nobody else
+        os.chmod(path, 0o755 if path.is_dir() else 0o644)
+    return lib
 
 
 def _why_unfinished(outcome: Optional[tuple], no_report: bool, tail: str) -> str:
     """Why a grading cell wrote no result, from nbval's report on it."""
     if no_report:
-        return f"The grading run itself failed; pytest's output ended with:\n\n```\n{tail[-1500:]}\n```"
-    message = outcome[1] if outcome else ""
+        return f"The grading run itself failed; its output ended with:\n\n{fenced(tail[-1500:], 1500)}"
+    message = bounded(outcome[1]) if outcome else ""
     if "Kernel dead" in message or "Timeout" in message or not outcome:
         return ("The grading kernel died or stopped responding: code under test killed it, or it ran out of "
                 "memory. TODOs graded after this one could not be graded either.")
     return f"The grading cell failed: {message}"
 
 
-def grade_one(sub: Submission, ref: Reference, workdir: Path, timeout: float, memory_mb: int) -> Grade:
+def _box_result(stdout: bytes) -> Optional[dict]:
+    """The runner's result line from a sandbox's output (the last one), or None."""
+    mark = RESULT_MARK.encode()
+    for line in reversed(stdout.split(b"\n")):
+        if line.startswith(mark):
+            try:
+                data = json.loads(line[len(mark):].decode("utf-8", "replace"))
+            except (ValueError, RecursionError):
+                return None
+            return data if isinstance(data, dict) else None
+    return None
+
+
+def grade_one(sub: Submission, ref: Reference, workdir: Path, lib: Path, job: int, timeout: float,
+              memory_mb: int, sandboxed: bool) -> Grade:
     if sub.error:
-        return Grade(sub.name, {name: TodoGrade("error") for name in TODO_METHODS}, error=sub.error)
+        return Grade(sub.name, {name: TodoGrade("error") for name in TODO_METHODS}, error=sub.error,
+                     sandboxed=sandboxed)
     grades: Dict[str, TodoGrade] = {}
+    review: List[str] = []
     for name, t in sub.todos.items():
         if t.status != "run":
             grades[name] = TodoGrade(t.status, total=len(ref.cases), origin=t.origin, lines=[t.detail])
     to_run = {name: t for name, t in sub.todos.items() if t.status == "run"}
     if to_run:
-        workdir.mkdir(parents=True)
-        _copy_lib(workdir / "lib")
+        inputs = workdir / "in"
+        inputs.mkdir(parents=True)
         nonce = secrets.token_hex(8)
-        config = f"grading-{nonce}.json"
-        (workdir / config).write_text(json.dumps({
-            "nonce": nonce, "refs": ref.sources, "cases": ref.cases,
+        config = "grading-config.json"
+        cell_timeout = timeout + 5  # the cells keep their own time; nbval's only matters when a kernel dies
+        (inputs / config).write_text(json.dumps({
+            "nonce": nonce, "cases": [{"phases": c["phases"]} for c in ref.cases],
             "budget": timeout, "case_limit": max(0.5, timeout / 5)}), encoding="utf-8")
-        (workdir / "grading.ipynb").write_text(json.dumps(_grading_notebook(to_run, config)), encoding="utf-8")
-        # The cells keep their own time; nbval's timeout only matters when a kernel dies mid-cell.
-        outcomes, tail = run_nbval([workdir / "grading.ipynb"], workdir, workdir / "lib", cell_timeout=timeout + 5,
-                                   wall_timeout=90 + len(to_run) * (timeout + 15), memory_mb=memory_mb)
+        (inputs / "grading.ipynb").write_text(json.dumps(_grading_notebook(to_run, config)), encoding="utf-8")
+        (inputs / "box.json").write_text(json.dumps({"nonce": nonce, "todos": list(to_run), "memory_mb": memory_mb,
+                                                     "cell_timeout": cell_timeout}), encoding="utf-8")
+        for path in (inputs, *inputs.iterdir()):
+            os.chmod(path, 0o755 if path.is_dir() else 0o644)
+        run = sandbox.run(inputs, lib, job, memory_mb, 90 + len(to_run) * (timeout + 15), sandboxed,
+                          workdir=workdir / "box")
+        box = _box_result(run.stdout)
+        tail = run.stdout.decode("utf-8", "replace")[-1500:]
+        if run.timed_out:
+            tail = "the sandbox ran past its wall-clock limit and was ended\n" + tail
+        elif run.too_much_output:
+            tail = "the sandbox wrote too much output and was ended\n" + tail
+        outcomes = (box or {}).get("outcomes") if isinstance((box or {}).get("outcomes"), dict) else None
+        results = (box or {}).get("results") if isinstance((box or {}).get("results"), dict) else {}
+        if box and isinstance(box.get("tail"), str):
+            tail = box["tail"]
         for k, (name, t) in enumerate(to_run.items(), start=1):
-            path = workdir / f"{nonce}.{name}.json"
-            try:
-                result = json.loads(path.read_text(encoding="utf-8")) if path.is_file() else None
-            except (OSError, ValueError):
-                result = None
+            result = validate(results.get(name), len(ref.cases), name)
             g = judge(name, result, ref)
             if result is None:
-                g.lines.append(_why_unfinished((outcomes or {}).get(f"grading.ipynb::Cell {k}"), outcomes is None,
-                                               tail))
+                outcome = (outcomes or {}).get(f"grading.ipynb::Cell {k}")
+                g.lines.append(_why_unfinished(tuple(outcome) if isinstance(outcome, list) else None,
+                                               outcomes is None, tail))
+            else:
+                review += [r for r in result["review"] if r not in review]
+                if not result["by_harness"]:
+                    review.append(f"the {name} results were not written by the grading harness (rewritten?)")
             g.origin = t.origin
             grades[name] = g
-    return Grade(sub.name, {name: grades[name] for name in TODO_METHODS}, review=sub.review)
+    return Grade(sub.name, {name: grades[name] for name in TODO_METHODS}, review=review, sandboxed=sandboxed)
 
 
 # --------------------------------------------------------------------------- reports
 
 def feedback_text(g: Grade) -> str:
-    out = [f"# Feedback: {g.submission}", "", f"Total: {g.total} / {POINTS * len(TODO_METHODS)}", ""]
+    out = [f"# Feedback: {bounded(g.submission, 200)}", "", f"Total: {g.total} / {POINTS * len(TODO_METHODS)}", ""]
     if g.error:
-        out += [f"This submission could not be graded: {g.error}.", ""]
+        out += [f"This submission could not be graded: {bounded(g.error)}.", ""]
     else:
-        out += ["Each TODO is graded alone: only your method is put into the reference scheduler, so a mistake",
-                "in one TODO costs no points in another. Every hidden case has three phases, each on a fresh",
-                "scheduler: a sequence of its family, an edge-case probe (crafted stale heap records, ties), and",
-                "a precision probe (priorities equal to four decimals, last_used ahead of the clock).", ""]
+        out += ["Each TODO is graded alone: only your method is put into a scheduler whose other methods are",
+                "the grader's stand-ins, so a mistake in one TODO costs no points in another. The hidden cases",
+                "come in families (ordinary sequences, ties, capacity edges, stale records, precision...); each",
+                "family is an equal share of a TODO's points.", ""]
     for name, t in g.todos.items():
         out.append(f"## {name} ({TODO_METHODS[name]}): {t.status}, {t.points}/{POINTS}")
         out.append("")
         if t.origin:
-            out += [f"Graded: {t.origin}", ""]
+            out += [f"Graded: {bounded(t.origin, 200)}", ""]
         out += [line for text in t.lines if text for line in (text, "")]
     if g.review:
-        out += ["## For the instructor", "", "Flagged for review (does not change the grade): "
-                + ", ".join(g.review) + ".", ""]
+        out += ["## For the instructor", "", "Review notes from the runtime audit (they do not change the grade): "
+                + "; ".join(g.review) + ".", ""]
+    if not g.sandboxed:
+        out += ["Graded without the sandbox (`--no-sandbox`).", ""]
     return "\n".join(out)
 
 
 def _feedback_name(name: str, used: set) -> str:
-    base = "".join(ch if ch.isalnum() or ch in "-_." else "_" for ch in name.strip("./")) or "submission"
+    base = "".join(ch if ch.isalnum() or ch in "-_." else "_" for ch in name.strip("./"))[:150] or "submission"
     stem, k = base, 1
     while stem in used:
         k += 1
@@ -261,19 +418,40 @@ def _feedback_name(name: str, used: set) -> str:
     return stem + ".md"
 
 
-def write_reports(grades: List[Grade], out: Path) -> Path:
+def _atomic_write(path: Path, data: bytes) -> None:
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
+    try:
+        with os.fdopen(fd, "wb") as f:
+            f.write(data)
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        os.unlink(tmp)
+        raise
+
+
+def _csv_cell(text: str) -> str:
+    """A status a spreadsheet shows as text, never runs as a formula."""
+    return "'" + text if text[:1] in ("=", "+", "-", "@", "\t", "\r") else text
+
+
+def write_reports(grades: List[Grade], out: Path) -> str:
+    """Feedback files, then ``grades.csv`` written once, atomically; returns the CSV's SHA-256."""
     out.mkdir(parents=True, exist_ok=True)
     (out / "feedback").mkdir(exist_ok=True)
-    csv_path = out / "grades.csv"
-    with open(csv_path, "w", newline="", encoding="utf-8") as f:
-        w = csv.writer(f)
-        w.writerow(COLUMNS)
-        for g in grades:
-            w.writerow([g.submission, *(g.todos[n].points for n in TODO_METHODS), g.total, g.status])
     used: set = set()
     for g in grades:
-        (out / "feedback" / _feedback_name(g.submission, used)).write_text(feedback_text(g), encoding="utf-8")
-    return csv_path
+        _atomic_write(out / "feedback" / _feedback_name(g.submission, used), feedback_text(g).encode("utf-8"))
+    buffer = io.StringIO()
+    writer = csv.writer(buffer)
+    writer.writerow(COLUMNS)
+    for g in grades:
+        writer.writerow([_csv_cell(g.submission), *(g.todos[n].points for n in TODO_METHODS), g.total,
+                         _csv_cell(g.status)])
+    data = buffer.getvalue().encode("utf-8")
+    _atomic_write(out / "grades.csv", data)
+    return hashlib.sha256(data).hexdigest()
 
 
 def _fingerprint_grader() -> str:
@@ -285,44 +463,64 @@ def _fingerprint_grader() -> str:
 
 
 def grade_submissions(paths: Sequence[str], out: Optional[Path] = None, timeout: float = 10.0, jobs: int = 1,
-                      memory_mb: int = 2048, keep_work: bool = False,
-                      ref: Optional[Reference] = None) -> List[Grade]:
-    """Grade every submission in `paths`; write reports to `out` when given. Never raises for a bad submission."""
+                      memory_mb: int = 2048, keep_work: bool = False, ref: Optional[Reference] = None,
+                      sandboxed: Optional[bool] = None) -> List[Grade]:
+    """Grade every submission in `paths`; write reports to `out` when given. Never raises for a bad submission.
+
+    `sandboxed` None means: sandboxed when bubblewrap works here, else unsandboxed.
+    """
+    if sandboxed is None:
+        sandboxed = sandbox.probe()[0]
     ref = ref or Reference.build()
-    specs = discover(list(paths))
+    learners: List[Learner] = discover(list(paths))
     base = Path(tempfile.mkdtemp(prefix="kvsched-grade-"))
-
-    def one(k: int) -> Grade:
-        name, path = specs[k]
-        try:
-            return grade_one(load(name, path, ref.stubs), ref, base / f"{k:05d}", timeout, memory_mb)
-        except Exception as e:  # a grader bug on one submission must not sink the batch
-            return Grade(name, {n: TodoGrade("error") for n in TODO_METHODS}, error=f"grader failure: {e!r}")
-
     try:
+        lib = build_library(base / "lib")
+        subs: List[Submission] = []
+        for k, learner in enumerate(learners):  # every copy is made before any learner code runs
+            path = copy_in(learner, base / f"{k:05d}" / "copy")
+            subs.append(Submission(learner.name, path, error=learner.error) if learner.error
+                        else load(learner.name, path, ref.stubs))
+        slots: "queue.Queue[int]" = queue.Queue()
+        for slot in range(max(1, jobs)):
+            slots.put(slot)
+
+        def one(k: int) -> Grade:
+            slot = slots.get()
+            try:
+                return grade_one(subs[k], ref, base / f"{k:05d}", lib, slot, timeout, memory_mb, sandboxed)
+            except Exception as e:  # a grader bug on one submission must not sink the batch
+                return Grade(subs[k].name, {n: TodoGrade("error") for n in TODO_METHODS},
+                             error=f"grader failure: {bounded(repr(e))}", sandboxed=sandboxed)
+            finally:
+                slots.put(slot)
+
         with ThreadPoolExecutor(max_workers=max(1, jobs)) as pool:
-            grades = list(pool.map(one, range(len(specs))))
+            grades = list(pool.map(one, range(len(subs))))
     finally:
         if keep_work and out is not None:
-            shutil.copytree(base, out / "work", dirs_exist_ok=True)
+            shutil.copytree(base, out / "work", dirs_exist_ok=True, symlinks=True)
         shutil.rmtree(base, ignore_errors=True)
     if out is not None:
-        write_reports(grades, out)
+        digest = write_reports(grades, out)
+        print(f"grades.csv sha256 {digest}")
     return grades
 
 
 def grade_main(argv: Optional[List[str]] = None) -> int:
-    """``kvsched grade SUBMISSION... [--out DIR] [--timeout S] [--jobs N]``; 0 when the batch was graded."""
+    """``kvsched grade SUBMISSION... [--out DIR] [--timeout S] [--jobs N] [--no-sandbox]``; 0 when graded."""
     p = argparse.ArgumentParser(prog="kvsched grade", description=(
         "Grade learner submissions against the hidden reference (instructors only). A SUBMISSION is a "
-        "folder of one learner's notebooks, one notebook, one .py defining KVCacheSchedulerSim, or a "
-        "class folder holding such entries. See docs/grading.md."))
+        "class folder (each .ipynb/.py in it is one learner, each subfolder one learner), or one .ipynb "
+        "or .py file. Learner code runs in a bubblewrap sandbox. See docs/grading.md."))
     p.add_argument("submissions", nargs="+", metavar="SUBMISSION")
     p.add_argument("--out", default="grades", help="where grades.csv and feedback/ go (default: ./grades)")
     p.add_argument("--timeout", type=float, default=10.0, help="seconds each TODO may run in all (default 10)")
     p.add_argument("--jobs", type=int, default=1, help="submissions graded in parallel (default 1)")
     p.add_argument("--memory-mb", type=int, default=2048, help="address-space limit per process (default 2048)")
-    p.add_argument("--keep-work", action="store_true", help="keep grading notebooks and logs in OUT/work")
+    p.add_argument("--keep-work", action="store_true", help="keep grading inputs and logs in OUT/work")
+    p.add_argument("--no-sandbox", action="store_true",
+                   help="run learner code without the sandbox (where bubblewrap cannot run; rows say 'unsandboxed')")
     args = p.parse_args(argv)
     try:
         import solutions  # noqa: F401
@@ -330,10 +528,16 @@ def grade_main(argv: Optional[List[str]] = None) -> int:
         print("kvsched grade: the reference (solutions/) is not here; grading needs the instructor's copy",
               file=sys.stderr)
         return 2
+    if not args.no_sandbox:
+        works, why = sandbox.probe()
+        if not works:
+            print(f"kvsched grade: cannot sandbox learner code here: {why}.\nTo enable it: {sandbox.HOW_TO_ENABLE}.\n"
+                  "To grade without it (only submissions you trust): kvsched grade --no-sandbox ...", file=sys.stderr)
+            return 2
     before = _fingerprint_grader()
     started = time.monotonic()
     grades = grade_submissions(args.submissions, Path(args.out), args.timeout, args.jobs, args.memory_mb,
-                               args.keep_work)
+                               args.keep_work, sandboxed=not args.no_sandbox)
     width = max([len(g.submission) for g in grades] + [10])
     for g in grades:
         print(f"{g.submission:<{width}}  {g.total:>3}  " + " ".join(f"{g.todos[n].points:>2}" for n in TODO_METHODS)
@@ -341,6 +545,6 @@ def grade_main(argv: Optional[List[str]] = None) -> int:
     print(f"graded {len(grades)} submission(s) in {time.monotonic() - started:.1f} s -> {Path(args.out) / 'grades.csv'}")
     if _fingerprint_grader() != before:
         print("kvsched grade: solutions/ or the grader changed during grading; a submission may have tampered "
-              "with them. Restore them and regrade in a container.", file=sys.stderr)
+              "with them. Restore them and regrade.", file=sys.stderr)
         return 3
     return 0

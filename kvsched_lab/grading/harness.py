@@ -2,15 +2,17 @@
 
 This one file runs on both sides of the grading boundary:
 
-* in the grader process, ``run_case(solutions.KVCacheSchedulerSim, case)`` gives the expected
-  observations (the reference never runs in the kernel as a whole);
-* in the grading kernel, where the grader copies it as ``_kvsched_harness``, `setup` and
-  `grade_todo` swap one learner method into the reference's other four and run the cases in a
-  forked child with time, memory, file and output limits, then write the observations to a
-  nonce-named JSON file. The grader compares them; nothing here decides a grade.
+* in the grader process, ``run_case(graded_class(reference_method), case)`` gives the expected
+  observations: the reference's method for one TODO among the stand-ins of fakes.py;
+* in the grading kernel (inside the sandbox), `setup` and `grade_todo` put one learner method
+  among the same stand-ins and run the cases' inputs in a forked child with time, memory, file
+  and output limits and a runtime audit hook (`watch`), then write the observations to a
+  nonce-named JSON file. The grader validates and compares them; nothing here decides a grade,
+  and the kernel never holds a reference method or an expected result.
 
-It imports only the standard library and ``kvsched_lab.scheduler``/``kvsched_lab.todos``: the kernel
-gets a copy of ``kvsched_lab`` without ``solutions`` and without ``kvsched_lab.grading``.
+It imports only the standard library, ``kvsched_lab.scheduler``/``kvsched_lab.todos`` and the
+stand-ins: the sandbox gets a copy of ``kvsched_lab`` without ``solutions`` and with only the
+kernel side of ``kvsched_lab.grading``.
 """
 from __future__ import annotations
 
@@ -30,6 +32,7 @@ import types
 import warnings
 from typing import Any, Dict, List, Optional
 
+from kvsched_lab.grading.fakes import FakeScheduler
 from kvsched_lab.scheduler import TODO_METHODS, SchedulerSkeleton
 from kvsched_lab.todos import cell_namespace
 
@@ -39,6 +42,22 @@ LINE_CAP = 4 << 20  # one case's observations; bigger means the learner's code r
 CHILD_READ_CAP = 64 << 20  # all of one child's output through the pipe
 OUTPUT_HEAD = 2000  # characters of a learner's printed output kept for the feedback
 STOP_AFTER_TIMEOUTS = 3  # consecutive timed-out cases before the rest are not run
+MAX_REVIEW_NOTES = 20  # distinct audit notes one child reports; more adds nothing for a reader
+# Modules whose import by learner code is reported: the reference, the grader (this package), and
+# the library's withheld versions of the chapter's scheduler.
+WATCHED_IMPORTS = ("solutions", "kvsched_lab.grading", "kvsched_lab.policies.seed", "kvsched_lab.policies.seed_compact")
+# Audit events reported as review notes (event name prefix -> what the note says).
+WATCHED_EVENTS = {"subprocess.": "started a process", "os.system": "started a process",
+                  "os.exec": "started a process", "os.spawn": "started a process",
+                  "os.posix_spawn": "started a process", "os.fork": "forked a process",
+                  "os.forkpty": "forked a process", "socket.": "used a socket", "os.kill": "sent a signal",
+                  "os.killpg": "sent a signal", "ctypes.": "used ctypes", "gc.get_": "searched the heap (gc)",
+                  "sys._current_frames": "read other threads' frames", "sys.addaudithook": "added an audit hook"}
+
+
+def graded_class(method: str, fn: Any) -> type:
+    """The class one TODO is graded on: `fn` as `method`, the stand-ins of fakes.py around it."""
+    return type("KVCacheSchedulerSim", (FakeScheduler,), {method: fn})
 
 
 # --------------------------------------------------------------------------- observing
@@ -181,14 +200,16 @@ _CFG: Dict[str, Any] = {}
 
 
 def setup(config_path: str) -> None:
-    """Load the grader's config (sources of the reference's methods, cases, limits) and delete it.
+    """Load the grader's config (the cases' inputs, limits, the paths learner code may read).
 
-    Called by the grader's first cell, before any learner code exists in this kernel, so the file
-    holding the reference's methods is gone before anything the learner wrote runs.
+    Called by the grader's first cell, before any learner code exists in this kernel. The file
+    holds no reference method and no expected result; it is deleted all the same.
     """
     with open(config_path, encoding="utf-8") as f:
         _CFG.update(json.load(f))
     os.remove(config_path)
+    library = os.path.dirname(os.path.abspath(sys.modules["kvsched_lab"].__file__))  # the package, not beside it
+    _CFG["allowed_roots"] = sorted({sys.prefix, sys.base_prefix, library})
 
 
 class _Sink(io.TextIOBase):
@@ -228,6 +249,47 @@ def _confine(budget: float) -> None:
         ctypes.CDLL(None).prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
     except Exception:
         pass
+
+
+def watch(wfd: int, allowed_roots: List[str]) -> None:
+    """Report, as ``{"review": ...}`` lines on `wfd`, what a TODO has no need to do.
+
+    A runtime audit hook (it cannot be removed once added): opening paths outside `allowed_roots`
+    (the Python environment and the course library), starting or forking processes, sockets,
+    signals, ctypes, searching the heap, importing the reference or the grader. A note is written
+    the moment it happens, so code cannot hide it afterwards without also losing its results.
+    """
+    seen: set = set()
+    write, dumps, fsdecode, isabs, abspath = os.write, json.dumps, os.fsdecode, os.path.isabs, os.path.abspath
+    roots = tuple(r.rstrip("/") + "/" for r in allowed_roots)
+
+    def note(text: str) -> None:
+        if text not in seen and len(seen) < MAX_REVIEW_NOTES:
+            seen.add(text)
+            try:
+                write(wfd, (dumps({"review": text[:200]}) + "\n").encode())
+            except OSError:
+                pass
+
+    def hook(event: str, args: tuple) -> None:
+        if event == "open":
+            path = args[0] if args else None
+            if isinstance(path, (str, bytes)):
+                path = fsdecode(path)
+                full = path if isabs(path) else abspath(path)
+                if not full.startswith(roots):
+                    note(f"opened {full!r}")
+        elif event == "import":
+            name = str(args[0]) if args else ""
+            if any(name == w or name.startswith(w + ".") for w in WATCHED_IMPORTS):
+                note(f"imports {name}")
+        else:
+            for prefix, what in WATCHED_EVENTS.items():
+                if event.startswith(prefix):
+                    note(what)
+                    break
+
+    sys.addaudithook(hook)
 
 
 def load_learner(todo: str, kind: str, source: str) -> Any:
@@ -282,16 +344,7 @@ def _child(todo: str, kind: str, source: str, start: int, wfd: int) -> None:
         sys.stdout = sys.stderr = sink
         sys.stdin = io.StringIO()
         builtins.input = _no_input
-        refs = _CFG.pop("refs")  # the child's copy of memory: the kernel keeps its own
-        # Only the other four reference methods ever exist in this process; the class derives
-        # from the skeleton, so super() reaches the stub, not the reference's answer.
-        body = {}
-        for name, src in refs.items():
-            if name != todo:
-                ns = cell_namespace()
-                exec(compile(src, f"<reference {name}>", "exec"), ns)
-                body[TODO_METHODS[name]] = ns[TODO_METHODS[name]]
-        refs.clear()
+        watch(wfd, _CFG.get("allowed_roots", []))  # before any learner code exists in this process
         try:
             fn = load_learner(todo, kind, source)
         except BaseException as e:
@@ -304,8 +357,7 @@ def _child(todo: str, kind: str, source: str, start: int, wfd: int) -> None:
             return
         if start == 0 and _CFG.get("note"):
             pipe.write(json.dumps({"note": _CFG["note"]}) + "\n")
-        body[TODO_METHODS[todo]] = fn
-        graded = type("KVCacheSchedulerSim", (SchedulerSkeleton,), body)
+        graded = graded_class(TODO_METHODS[todo], fn)
         cases = _CFG["cases"]
         for k in range(start, len(cases)):
             line = json.dumps({"i": k, "obs": run_case(graded, cases[k])})
@@ -387,12 +439,15 @@ def _run_child(todo: str, kind: str, source: str, start: int, deadline: float, r
                 result["cases"][str(rec["i"])] = rec
                 nxt = rec["i"] + 1
                 case_deadline = min(deadline, time.monotonic() + case_limit)
+            elif "review" in rec:
+                if len(result["review"]) < MAX_REVIEW_NOTES and rec["review"] not in result["review"]:
+                    result["review"].append(rec["review"])
             elif "done" in rec:
                 result["out"] += rec["out"]
                 result["head"] = result["head"] or rec["head"]
                 finished = True
             else:
-                result.update(rec)  # load / stub / note
+                result.update({k: rec[k] for k in ("load", "stub", "note") if k in rec})
                 finished = finished or "load" in rec or "stub" in rec
         if reason is not None:
             break
@@ -418,7 +473,7 @@ def grade_todo(todo: str, kind: str, source: str) -> None:
     """
     started = time.monotonic()
     deadline = started + _CFG["budget"]
-    result: Dict[str, Any] = {"todo": todo, "cases": {}, "out": 0, "head": ""}
+    result: Dict[str, Any] = {"todo": todo, "cases": {}, "out": 0, "head": "", "review": []}
     n = len(_CFG["cases"])
     i, timeouts = 0, 0
     while i < n:

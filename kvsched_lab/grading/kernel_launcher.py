@@ -5,7 +5,8 @@ The grader copies this file next to a kernelspec and starts it as
 
 * ``-I`` ignores PYTHONPATH and user site-packages; the editable install's finders, which map
   ``kvsched_lab`` and ``solutions`` to the instructor's checkout, are removed, and ``solutions``
-  and ``kvsched_lab.grading`` are refused, so the kernel imports ``kvsched_lab`` from ``DIR`` only;
+  and the grader-only modules are refused (the sandbox holds neither anyway), so the kernel imports
+  ``kvsched_lab`` from ``DIR`` only;
 * address space, file size and core dumps are limited (children inherit the limits);
 * stdout/stderr go to ``FILE``, so output written straight to the file descriptors can neither
   flood the grader's pipes nor reach them.
@@ -16,7 +17,7 @@ import os
 import resource
 import sys
 
-REFUSED = ("solutions", "kvsched_lab.grading")
+REFUSED = ("solutions", "kvsched_lab.grading.grade", "kvsched_lab.grading.cases", "kvsched_lab.grading.release")
 
 
 class _Refuse:

@@ -1,10 +1,17 @@
 """Run notebooks through nbval in a separate process, with limits, and report each cell's outcome.
 
-The grader and the release check call `run_nbval`; it starts
-``python -m kvsched_lab.grading.nbrun REPORT -- PYTEST_ARGS`` with resource limits, in its own
-session so a runaway can be killed as a group. That process runs ``pytest --nbval-lax`` and writes
-``{nodeid: [outcome, message]}`` to REPORT. Kernels start from `kernel_launcher.py` through a
-kernelspec written here, so they never see the instructor's ``solutions``.
+Two entry points:
+
+* `run_nbval` (the release check): starts ``python -m kvsched_lab.grading.nbrun REPORT -- ARGS``
+  with resource limits, in its own session so a runaway can be killed as a group; that process
+  runs ``pytest --nbval-lax`` and writes ``{nodeid: [outcome, message]}`` to REPORT.
+* `box_main` (grading): runs inside the sandbox (sandbox.py) on one submission's box: copies the
+  grader's inputs in, runs the grading notebook with nbval, and prints one line of JSON (marker
+  `RESULT_MARK`): each cell's outcome, each TODO's observations file, the tail of pytest's log.
+  The grader validates that line; nothing in it is trusted as a verdict.
+
+Kernels start from `kernel_launcher.py` through a kernelspec written here, so they never see the
+instructor's ``solutions``.
 """
 from __future__ import annotations
 
@@ -14,12 +21,16 @@ import re
 import resource
 import shutil
 import signal
+import stat
 import subprocess
 import sys
 from pathlib import Path
 from typing import Dict, List, Optional, Tuple
 
 KERNEL_NAME = "kvsched-grading"
+RESULT_MARK = "KVSCHED-BOX-RESULT "  # starts the runner's one line of results on stdout
+RESULT_FILE_CAP = 16 << 20  # bytes of one TODO's observations file; more is reported as too big
+BOX_INPUTS = ("grading.ipynb", "grading-config.json", "box.json")  # what the grader hands a box
 Outcomes = Dict[str, Tuple[str, str]]  # pytest node id -> (outcome, message tail)
 
 
@@ -62,10 +73,7 @@ def run_nbval(notebooks: List[Path], workdir: Path, lib: Path, cell_timeout: flo
                # the runner is grader code and imports this package; kernels ignore it (python -I)
                PYTHONPATH=str(Path(__file__).resolve().parents[2]))
     (workdir / "pytest.ini").write_text("[pytest]\n", encoding="utf-8")  # no project config applies
-    args = [str(p.relative_to(workdir)) for p in notebooks] + [
-        "-p", "nbval.plugin", "-p", "no:cacheprovider", "--nbval-lax", "-q", "-rN", "--color=no",
-        "--nbval-kernel-name", KERNEL_NAME, "--nbval-cell-timeout", str(cell_timeout),
-        "--nbval-kernel-startup-timeout", "60", "-c", "pytest.ini", "--rootdir", str(workdir)]
+    args = _pytest_args([str(p.relative_to(workdir)) for p in notebooks], cell_timeout) + ["--rootdir", str(workdir)]
     log_path = workdir / "pytest.log"
     with open(log_path, "wb") as log:
         proc = subprocess.Popen([sys.executable, "-m", "kvsched_lab.grading.nbrun", str(report), "--"] + args,
@@ -106,6 +114,57 @@ class _Recorder:
             self.outcomes[report.nodeid] = [report.outcome, cell_message(str(report.longrepr or ""))]
 
 
+def _pytest_args(notebooks: List[str], cell_timeout: float) -> List[str]:
+    return notebooks + [
+        "-p", "nbval.plugin", "-p", "no:cacheprovider", "--nbval-lax", "-q", "-rN", "--color=no",
+        "--nbval-kernel-name", KERNEL_NAME, "--nbval-cell-timeout", str(cell_timeout),
+        "--nbval-kernel-startup-timeout", "60", "-c", "pytest.ini"]
+
+
+def _read_capped(path: Path, cap: int) -> Optional[str]:
+    """A regular file's text (not following a link), None when missing, over `cap` or unreadable."""
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
+    except OSError:
+        return None
+    with os.fdopen(fd, "rb") as f:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            return None
+        data = f.read(cap + 1)
+    return data.decode("utf-8", "replace") if len(data) <= cap else None
+
+
+def box_main(inputs: Path, box: Path, lib: Path) -> int:
+    """Grade one submission's box (see the module docstring); the last stdout line is the result."""
+    result_out = os.dup(1)
+    box.mkdir(parents=True, exist_ok=True)
+    if inputs.resolve() != box.resolve():
+        for name in BOX_INPUTS:
+            shutil.copyfile(inputs / name, box / name)
+    spec = json.loads((box / "box.json").read_text(encoding="utf-8"))
+    jupyter = write_kernelspec(box, lib, int(spec["memory_mb"]))
+    os.environ.update(JUPYTER_PATH=str(jupyter), JUPYTER_RUNTIME_DIR=str(box / "runtime"),
+                      JUPYTER_CONFIG_DIR=str(box / "jupyter-config"), IPYTHONDIR=str(box / "ipython"),
+                      JUPYTER_PLATFORM_DIRS="1", PYTEST_DISABLE_PLUGIN_AUTOLOAD="1", PYTHONDONTWRITEBYTECODE="1",
+                      HOME=str(box))
+    (box / "pytest.ini").write_text("[pytest]\n", encoding="utf-8")  # no project config applies
+    os.chdir(box)
+    log = os.open(box / "pytest.log", os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    os.dup2(log, 1)
+    os.dup2(log, 2)
+    sys.modules["rfc3987_syntax"] = None  # type: ignore[assignment]  # see main()
+    import pytest
+
+    recorder = _Recorder()
+    code = pytest.main(_pytest_args(["grading.ipynb"], float(spec["cell_timeout"])) + ["--rootdir", str(box)],
+                       plugins=[recorder])
+    results = {todo: _read_capped(box / f"{spec['nonce']}.{todo}.json", RESULT_FILE_CAP) for todo in spec["todos"]}
+    tail = (_read_capped(box / "pytest.log", 1 << 24) or "")[-4000:]
+    line = json.dumps({"outcomes": recorder.outcomes, "results": results, "tail": tail, "code": int(code)})
+    os.write(result_out, ("\n" + RESULT_MARK + line + "\n").encode())
+    return 0
+
+
 def main(argv: List[str]) -> int:
     report, args = argv[0], argv[argv.index("--") + 1:]
     # jsonschema's optional IRI checker costs ~1.5 s of CPU to import; nbformat works without it.
@@ -119,4 +178,6 @@ def main(argv: List[str]) -> int:
 
 
 if __name__ == "__main__":
+    if sys.argv[1:2] == ["--box"]:  # --box INPUTS BOX LIB
+        sys.exit(box_main(Path(sys.argv[2]), Path(sys.argv[3]), Path(sys.argv[4])))
     sys.exit(main(sys.argv[1:]))

@@ -9,7 +9,12 @@ for students; never ``solutions/`` or ``tests/``. It then verifies itself:
   naming ``tests``, and every notebook clean;
 * no line of the reference (28+ characters, not a def/class/import/from/comment/decorator/
   docstring/``return [(`` line, nor given code the stubs also show) appears in any bundle file;
+* every notebook's setup cell installs from the ``--repo-url`` given (its one ``REPO_URL = "..."``
+  line is the single place substituted), never from the full repository;
 * ``lab.reveal`` says the reference is withheld, in a Python that sees only the bundle;
+* installed the way Colab would (the setup cell's ``pip install --no-deps git+URL``, with URL a
+  ``git+file://`` repository of the bundle, into a fresh environment), ``import solutions`` and
+  ``import kvsched_lab.grading`` fail and ``lab.reveal`` says the reference is withheld;
 * ``pytest --nbval-lax`` on the bundle's notebooks fails in check cells (``check:*``, and notebook 08's
   ``practice-check:*``) only.
 """
@@ -18,8 +23,10 @@ from __future__ import annotations
 import argparse
 import ast
 import json
+import os
 import re
 import shutil
+import site
 import subprocess
 import sys
 import tempfile
@@ -49,7 +56,7 @@ WITHHELD_FILES: Dict[str, str] = {
 # The repository's `make test` runs tests/, which the bundle lacks: the student Makefile replaces
 # that target with `make check` (kvsched_lab/selfcheck.py: every notebook run, check cells
 # reported) and a `make test` that says to run it.
-_REPO_TEST_TARGET = "test: setup\n\t$(BIN)/python -m pytest tests\n"
+_REPO_TEST_TARGET = "test: setup system-deps\n\t$(BIN)/python -m pytest tests\n"
 _STUDENT_TARGETS = """check: setup
 \t$(BIN)/python -m kvsched_lab.selfcheck notebooks
 
@@ -124,10 +131,35 @@ def student_makefile(text: str) -> str:
     text = re.sub(r"^# Two commands are the contract.*$",
                   "# Student edition: `make lab` opens the course, `make check` runs every notebook.", text,
                   count=1, flags=re.M)
-    return text.replace(".PHONY: lab test setup clean", ".PHONY: lab check test setup clean")
+    return text.replace(".PHONY: lab test setup system-deps i18n clean", ".PHONY: lab check test setup system-deps i18n clean")
 
 
-def build_release(out: Path, notebooks: Path, repo: Path = REPO) -> Path:
+# The setup cell's one line naming where Colab/ModelScope install the course from.
+REPO_URL_LINE = re.compile(r'^REPO_URL = "[^"\n]*"$', re.M)
+# The repository's package list names `solutions`; the bundle's must not.
+_REPO_PACKAGES = 'include = ["kvsched_lab*", "solutions*"]'
+_BUNDLE_PACKAGES = 'include = ["kvsched_lab*"]'
+
+
+def set_repo_url(nb: dict, url: str) -> dict:
+    """`nb` with every ``REPO_URL = "..."`` line (the setup cells', or a text showing one) set to `url`."""
+    for cell in nb.get("cells", []):
+        src = cell.get("source", "")
+        text = "".join(src) if isinstance(src, list) else src
+        if REPO_URL_LINE.search(text):
+            cell["source"] = REPO_URL_LINE.sub(f'REPO_URL = "{url}"', text)
+    return nb
+
+
+def plain_url(url: str) -> str:
+    """`url` if it can stand in a setup cell's string as it is; ValueError otherwise."""
+    if not re.fullmatch(r"[^\s\"'\\]+", url):
+        raise ValueError(f"--repo-url must be a plain URL (no spaces, quotes or backslashes): {url!r}")
+    return url
+
+
+def build_release(out: Path, notebooks: Path, repo_url: str, repo: Path = REPO) -> Path:
+    plain_url(repo_url)
     out.mkdir(parents=True, exist_ok=True)
     ignore_common = shutil.ignore_patterns("grading", "__pycache__", "*.pyc", "*.egg-info")
     withheld = {(repo / rel).resolve() for rel in WITHHELD_FILES}
@@ -140,6 +172,9 @@ def build_release(out: Path, notebooks: Path, repo: Path = REPO) -> Path:
         if (repo / name).is_file():
             (out / name).parent.mkdir(parents=True, exist_ok=True)
             shutil.copyfile(repo / name, out / name)
+    if (out / "pyproject.toml").is_file():
+        toml = (out / "pyproject.toml").read_text(encoding="utf-8")
+        (out / "pyproject.toml").write_text(toml.replace(_REPO_PACKAGES, _BUNDLE_PACKAGES), encoding="utf-8")
     if (repo / "Makefile").is_file():
         (out / "Makefile").write_text(student_makefile((repo / "Makefile").read_text(encoding="utf-8")),
                                       encoding="utf-8")
@@ -148,7 +183,8 @@ def build_release(out: Path, notebooks: Path, repo: Path = REPO) -> Path:
     for path in sorted(notebooks.glob("*.ipynb")):
         nb = json.loads(path.read_text(encoding="utf-8"))
         (out / "notebooks" / path.name).write_text(
-            json.dumps(clean_notebook(nb), indent=1, ensure_ascii=False) + "\n", encoding="utf-8")
+            json.dumps(set_repo_url(clean_notebook(nb), repo_url), indent=1, ensure_ascii=False) + "\n",
+            encoding="utf-8")
     return out
 
 
@@ -266,6 +302,72 @@ def reveal_withheld(bundle: Path) -> List[str]:
             if "withheld" not in text.lower()]
 
 
+def setup_cell_urls(bundle: Path, repo_url: str) -> List[str]:
+    """Problems unless every ``REPO_URL = "..."`` line of the bundle's notebooks names `repo_url`."""
+    return [f"{where} installs from elsewhere: {line}" for where, text in _texts(bundle) if where.startswith("notebooks/")
+            for line in REPO_URL_LINE.findall(text) if line != f'REPO_URL = "{repo_url}"']
+
+
+_INSTALLED_PROBE = """
+import contextlib, io, json, os, tempfile
+os.environ["KVSCHED_ANSWERS"] = tempfile.mkdtemp()
+out = {}
+for name in ("solutions", "kvsched_lab.grading"):
+    try:
+        __import__(name)
+        out[name] = "importable"
+    except ImportError as e:
+        out[name] = "refused"
+import kvsched_lab
+import kvsched_lab.course as lab
+out["file"] = kvsched_lab.__file__
+buf = io.StringIO()
+with contextlib.redirect_stdout(buf):
+    for todo in %r:
+        lab.reveal(todo)
+out["reveal"] = buf.getvalue()
+print(json.dumps(out))
+"""
+
+
+def colab_install(bundle: Path) -> List[str]:
+    """Problems unless the bundle, installed as its setup cell does it from a ``git+file://`` copy into a
+    fresh environment, holds no reference and no grader (see the module docstring)."""
+    with tempfile.TemporaryDirectory(prefix="kvsched-colab-") as tmp:
+        repo, venv = Path(tmp) / "bundle.git", Path(tmp) / "venv"
+        shutil.copytree(bundle, repo)
+        git = ["git", "-c", "user.name=kvsched", "-c", "user.email=kvsched@localhost", "-c", "init.defaultBranch=main"]
+        for cmd in (["init", "-q"], ["add", "-A"], ["commit", "-q", "-m", "student bundle"]):
+            proc = subprocess.run(git + cmd, cwd=repo, capture_output=True, text=True, timeout=120)
+            if proc.returncode != 0:
+                return [f"git {cmd[0]} failed on the bundle: {proc.stderr.strip()[-300:]}"]
+        subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(venv)], check=True, timeout=120)
+        # The fresh environment borrows this one's packages (torch, numpy, pip, setuptools: no download)
+        # through a path entry; that folder's own .pth files (the editable install) are not processed.
+        purelib = subprocess.run([str(venv / "bin" / "python"), "-c", "import sysconfig; print(sysconfig.get_path('purelib'))"],
+                                 capture_output=True, text=True, check=True, timeout=60).stdout.strip()
+        Path(purelib, "borrowed.pth").write_text("\n".join(site.getsitepackages()) + "\n", encoding="utf-8")
+        url = f"git+file://{repo}"
+        env = {k: v for k, v in os.environ.items() if not k.startswith(("PYTHON", "PIP_"))}
+        install = subprocess.run([str(venv / "bin" / "python"), "-m", "pip", "install", "-q", "--no-deps",
+                                  "--no-build-isolation", "--no-index", url], capture_output=True, text=True,
+                                 timeout=600, cwd=tmp, env=env)
+        if install.returncode != 0:
+            return [f"pip install {url} failed: {install.stderr.strip()[-500:]}"]
+        probe = subprocess.run([str(venv / "bin" / "python"), "-I", "-c", _INSTALLED_PROBE % (list(TODO_METHODS),)],
+                               capture_output=True, text=True, timeout=300, cwd=tmp, env=env)
+        if probe.returncode != 0:
+            return [f"the installed bundle does not import: {probe.stderr.strip()[-500:]}"]
+        got = json.loads(probe.stdout.strip().splitlines()[-1])
+    problems = [f"`import {name}` works in the Colab-style install" for name in ("solutions", "kvsched_lab.grading")
+                if got[name] != "refused"]
+    if not got["file"].startswith(purelib):
+        problems.append(f"the Colab-style install imports kvsched_lab from {got['file']}, not the installed bundle")
+    if got["reveal"].lower().count("withheld") < len(TODO_METHODS):
+        problems.append("lab.reveal does not say the reference is withheld in the Colab-style install")
+    return problems
+
+
 def _code_cell_tags(nb: dict) -> List[List[str]]:
     return [c.get("metadata", {}).get("tags", []) for c in nb.get("cells", []) if c.get("cell_type") == "code"]
 
@@ -299,9 +401,10 @@ def nbval_only_checks_fail(bundle: Path, cell_timeout: float) -> Tuple[List[str]
         return problems, warnings
 
 
-def verify_release(bundle: Path, cell_timeout: float = 300.0, run_notebooks: bool = True) -> Tuple[List[str], List[str]]:
+def verify_release(bundle: Path, repo_url: str, cell_timeout: float = 300.0,
+                   run_notebooks: bool = True) -> Tuple[List[str], List[str]]:
     problems = forbidden_paths(bundle) + unclean_notebooks(bundle) + find_leaks(bundle, forbidden_lines())
-    problems += reveal_withheld(bundle)
+    problems += setup_cell_urls(bundle, repo_url) + reveal_withheld(bundle) + colab_install(bundle)
     warnings: List[str] = []
     if run_notebooks:
         p, warnings = nbval_only_checks_fail(bundle, cell_timeout)
@@ -310,24 +413,32 @@ def verify_release(bundle: Path, cell_timeout: float = 300.0, run_notebooks: boo
 
 
 def release_main(argv: Optional[List[str]] = None) -> int:
-    """``kvsched release OUT_DIR [--notebooks DIR] [--force] [--timeout S] [--skip-notebook-run]``."""
+    """``kvsched release OUT_DIR --repo-url URL [--notebooks DIR] [--force] [--timeout S] [--skip-notebook-run]``."""
     p = argparse.ArgumentParser(prog="kvsched release", description=(
         "Build the student bundle (stub notebooks, kvsched_lab without the grader, a student README; no "
         "solutions/ and no tests/) and verify it gives nothing away."))
     p.add_argument("out", metavar="OUT_DIR")
+    p.add_argument("--repo-url", required=True, metavar="URL",
+                   help="where students install the bundle from (its own repository, never this one): the "
+                        "notebooks' setup cells install from it")
     p.add_argument("--notebooks", default=str(REPO / "notebooks"), help="course notebooks (default: notebooks/)")
     p.add_argument("--force", action="store_true", help="replace OUT_DIR if it exists")
     p.add_argument("--timeout", type=float, default=300.0, help="seconds per notebook cell in the nbval run")
     p.add_argument("--skip-notebook-run", action="store_true", help="static checks only (no nbval run)")
     args = p.parse_args(argv)
     out = Path(args.out)
+    try:
+        plain_url(args.repo_url)
+    except ValueError as e:
+        print(f"kvsched release: {e}", file=sys.stderr)
+        return 2
     if out.exists() and any(out.iterdir()):
         if not args.force:
             print(f"kvsched release: {out} exists and is not empty (use --force to replace it)", file=sys.stderr)
             return 2
         shutil.rmtree(out)
-    build_release(out, Path(args.notebooks))
-    problems, warnings = verify_release(out, args.timeout, run_notebooks=not args.skip_notebook_run)
+    build_release(out, Path(args.notebooks), args.repo_url)
+    problems, warnings = verify_release(out, args.repo_url, args.timeout, run_notebooks=not args.skip_notebook_run)
     for w in warnings:
         print(f"warning: {w}")
     for problem in problems:

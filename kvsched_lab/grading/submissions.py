@@ -1,15 +1,12 @@
-"""From paths on the command line to what each TODO of each submission should be graded on.
+"""What each TODO of one learner's (copied) submission should be graded on; nothing runs here.
 
-A submission is one of:
+A submission (see intake.py for how rows are found and copied) is one of:
 
-* a folder with notebooks directly inside it: one learner; the ``todo:*`` cells of all its
-  notebooks are merged (notebooks in name order; for a TODO tagged more than once, the last cell
-  that is not an untouched stub counts);
-* a single ``.ipynb``;
-* a single ``.py`` that defines a full ``KVCacheSchedulerSim`` like the chapter's.
-
-A folder without notebooks directly inside is a class folder: each subfolder and each ``.py``
-or ``.ipynb`` in it is one submission. Nothing here runs learner code; it only parses it.
+* a folder with notebooks: the ``todo:*`` cells of all its notebooks are merged (notebooks in
+  name order; for a TODO tagged more than once, the last cell that is not an untouched stub counts);
+* a folder with one ``.py``, or a single ``.py``, that defines a full ``KVCacheSchedulerSim``
+  like the chapter's;
+* a single ``.ipynb``.
 """
 from __future__ import annotations
 
@@ -18,21 +15,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Dict, List, Set
 
+from kvsched_lab.grading.intake import MAX_FILE_BYTES
 from kvsched_lab.grading.stubs import class_methods, fingerprint, functions_in
 from kvsched_lab.scheduler import TODO_METHODS
 from kvsched_lab.todos import cell_source, read_notebook, tagged_cells
 
-MAX_FILE_BYTES = 4 << 20  # a notebook or .py larger than this is not a plausible submission
 
-# What a TODO's code has no reason to touch; using it does not change a grade, it asks a human to look.
-_REVIEW_MODULES = {"os", "sys", "subprocess", "ctypes", "gc", "inspect", "importlib", "builtins", "socket",
-                   "mmap", "multiprocessing", "threading", "signal", "resource", "shutil", "pathlib", "pickle",
-                   "marshal", "linecache", "IPython", "solutions", "_kvsched_harness", "kvsched_lab.grading"}
-_REVIEW_NAMES = {"open", "exec", "eval", "compile", "__import__", "globals", "get_ipython", "breakpoint",
-                 "In", "Out", "_ih", "__builtins__"}
-_REVIEW_ATTRS = {"__mro__", "__bases__", "__base__", "__subclasses__", "__globals__", "__code__", "__closure__",
-                 "__builtins__", "f_back", "f_globals", "f_locals", "modules"}
-_REVIEW_STRINGS = ("solutions", "/proc", "_kvsched", "grading")
 
 
 @dataclass
@@ -52,21 +40,6 @@ class Submission:
     path: Path
     todos: Dict[str, TodoSource] = field(default_factory=dict)
     error: str = ""  # the whole submission could not be read
-    review: List[str] = field(default_factory=list)
-
-
-def discover(paths: List[str]) -> List[tuple]:
-    """``(name, path)`` per submission, in command-line order, class folders expanded."""
-    out: List[tuple] = []
-    for arg in paths:
-        path = Path(arg)
-        if path.is_dir() and not any(path.glob("*.ipynb")):
-            children = sorted(p for p in path.iterdir() if not p.name.startswith((".", "__"))
-                              and (p.is_dir() or p.suffix in (".py", ".ipynb")))
-            out.extend((str(p), p) for p in children)
-        else:
-            out.append((str(path), path))
-    return out
 
 
 def _read_text(path: Path) -> str:
@@ -159,41 +132,18 @@ def _from_py(sub: Submission, path: Path, stubs: Dict[str, Set[str]]) -> None:
             sub.todos[name] = TodoSource("run", "py", source, f"{path.name}, KVCacheSchedulerSim.{method}")
 
 
-def _suspect_module(name: str) -> bool:
-    return any(name == m or name.startswith(m + ".") for m in _REVIEW_MODULES)
-
-
-def review_flags(sources: List[str]) -> List[str]:
-    """Constructs a TODO has no need for (imports of os, sys, ...; open; __mro__; 'solutions')."""
-    flags: Set[str] = set()
-    for source in sources:
-        try:
-            tree = ast.parse(source)
-        except (SyntaxError, ValueError):
-            continue
-        for node in ast.walk(tree):
-            if isinstance(node, ast.Import):
-                flags.update(f"imports {a.name}" for a in node.names if _suspect_module(a.name))
-            elif isinstance(node, ast.ImportFrom) and node.module and _suspect_module(node.module):
-                flags.add(f"imports {node.module}")
-            elif isinstance(node, ast.Name) and node.id in _REVIEW_NAMES:
-                flags.add(f"uses {node.id}")
-            elif isinstance(node, ast.Attribute) and node.attr in _REVIEW_ATTRS:
-                flags.add(f"uses .{node.attr}")
-            elif isinstance(node, ast.Constant) and isinstance(node.value, str):
-                flags.update(f"mentions {s!r}" for s in _REVIEW_STRINGS if s in node.value)
-    return sorted(flags)
-
-
 def load(name: str, path: Path, stubs: Dict[str, Set[str]]) -> Submission:
     """Parse one submission; problems end up in `Submission.error` or per TODO, never raised."""
     sub = Submission(name, path)
     if path.is_dir():
         notebooks = sorted(p for p in path.glob("*.ipynb") if not p.name.startswith("."))
-        if not notebooks:
-            sub.error = "the folder holds no notebooks"
-        else:
+        pys = sorted(path.glob("*.py"))
+        if notebooks:
             _from_notebooks(sub, notebooks, stubs)
+        elif len(pys) == 1:
+            _from_py(sub, pys[0], stubs)
+        else:
+            sub.error = "the folder holds no notebooks and no .py file"
     elif path.suffix == ".ipynb" and path.is_file():
         _from_notebooks(sub, [path], stubs)
     elif path.suffix == ".py" and path.is_file():
@@ -202,6 +152,4 @@ def load(name: str, path: Path, stubs: Dict[str, Set[str]]) -> Submission:
         sub.error = "no such file or folder"
     else:
         sub.error = "not a notebook, a .py file or a folder of notebooks"
-    if not sub.error:
-        sub.review = review_flags(sorted({t.source for t in sub.todos.values() if t.status == "run"}))
     return sub

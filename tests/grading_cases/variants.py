@@ -67,8 +67,8 @@ WRONG: Dict[str, List[Wrong]] = {
         Wrong("score", "negated", _SCORE, "score = -(reuse_bonus + 0.5 * recency - 0.25 * size_penalty)",
               "more hits must give a higher score"),
         Wrong("score", "returns None", _SCORE, "score = None", "must return a number", grader="error"),
-        # Public checks only: the hidden cases never score a last_used ahead of the clock, so the
-        # grader gives this full marks (a gap in kvsched_lab/grading/cases.py, not closed here).
+        # Raises only where last_used is ahead of the clock: the grader's precision family, so it
+        # keeps the other families' points (tests/test_grading.py checks 18 of 20).
         Wrong("score", "recency unclamped", _SCORE,
               "score = reuse_bonus + 0.5 / (1 + self.time - last_used) - 0.25 * size_penalty", "last_used=9",
               grader="error"),
@@ -123,8 +123,7 @@ WRONG: Dict[str, List[Wrong]] = {
               "came out newest first"),
         Wrong("snapshot", "priority only, reversed", f"key=lambda e: {_KEY})", "key=lambda e: e.priority, reverse=True)",
               "came out newest first"),
-        # Public checks only: no hidden case has priorities equal to 4 places but not equal, so the
-        # grader gives this full marks (a gap in kvsched_lab/grading/cases.py, not closed here).
+        # Shows only where priorities agree to 4 places: the grader's precision family.
         Wrong("snapshot", "rounded priority", _KEY, "(-round(e.priority, 4), e.last_used, e.prefix)", "full priority"),
         Wrong("snapshot", "no prefix tie-break", _KEY, "(-e.priority, e.last_used)", "prefix order"),
         Wrong("snapshot", "not sorted", _ORDER, "list(self.entries.values())", "priority"),

@@ -155,3 +155,69 @@ def test_fp16_prefill_on_gpu_matches_recompute_and_fp32():
         new = model.prefill(ids, table, num_cached, pool)
         assert max_diff(new, full[num_cached:]) <= FP16_TOL
         assert max_diff(new.cpu(), reference[num_cached:]) <= FP16_TOL
+
+
+def reference_logits(model: TinyDecoder, ids) -> torch.Tensor:
+    """The model's forward pass written out head by head: query head h reads KV head h // group
+    (group = num_heads // num_kv_heads), named explicitly, with a plain softmax and causal mask."""
+    from kvsched_lab.model import apply_rope
+
+    cfg = model.config
+    T, nh, nkv, hs = len(ids), cfg.num_heads, cfg.num_kv_heads, cfg.head_dim
+    group = nh // nkv
+    cos, sin = model.rope_cos[:T], model.rope_sin[:T]
+    causal = torch.ones(T, T).tril().bool()  # (T, T): query i sees keys 0..i
+    x = model.embed(torch.tensor(ids))  # (T, dim)
+    for layer in model.layers:
+        h = layer.attn_norm(x)
+        q = apply_rope(layer.wq(h).view(T, nh, hs), cos, sin)
+        k = apply_rope(layer.wk(h).view(T, nkv, hs), cos, sin)
+        v = layer.wv(h).view(T, nkv, hs)
+        heads = []
+        for head in range(nh):
+            kv_head = head // group
+            scores = q[:, head] @ k[:, kv_head].T / hs ** 0.5  # (T, T)
+            weights = scores.masked_fill(~causal, float("-inf")).softmax(-1)
+            heads.append(weights @ v[:, kv_head])  # (T, hs)
+        x = x + layer.wo(torch.cat(heads, dim=-1))
+        h = layer.mlp_norm(x)
+        x = x + layer.w_down(torch.nn.functional.silu(layer.w_gate(h)) * layer.w_up(h))
+    return model.lm_head(model.final_norm(x))
+
+
+@pytest.mark.parametrize("name", list(CONFIGS))
+@torch.inference_mode()
+def test_attention_heads_read_their_own_kv_head(name):
+    """forward and prefill share one attention path; this checks it against an independent one."""
+    model = TinyDecoder(CONFIGS[name], device="cpu")
+    ids = prompt(21, seed=4)
+    want = reference_logits(model, ids)
+    assert max_diff(model.forward(ids), want) <= FP32_TOL
+    pool = model.make_pool(6, 4)
+    model.prefill(ids[:9], list(range(6)), 0, pool)
+    assert max_diff(model.prefill(ids, list(range(6)), 8, pool), want[8:]) <= FP32_TOL
+
+
+def test_changing_one_kv_head_changes_only_the_query_heads_of_its_group():
+    """Perturb KV head j's value weights in the last layer: exactly query heads j*g..j*g+g-1 change."""
+    cfg = CONFIGS["gqa"]  # 6 query heads, 2 KV heads: groups of 3
+    nh, nkv, hs = cfg.num_heads, cfg.num_kv_heads, cfg.head_dim
+    group = nh // nkv
+    ids = prompt(12, seed=6)
+
+    def last_attention_output(model):
+        captured = {}
+        hook = model.layers[-1].wo.register_forward_pre_hook(lambda mod, args: captured.setdefault("x", args[0]))
+        model.forward(ids)
+        hook.remove()
+        return captured["x"].view(len(ids), nh, hs)  # (T, nh, hs): each query head's attention output
+
+    base = TinyDecoder(cfg, device="cpu")
+    before = last_attention_output(base)
+    for kv_head in range(nkv):
+        model = TinyDecoder(cfg, device="cpu")
+        with torch.no_grad():
+            model.layers[-1].wv.weight[kv_head * hs:(kv_head + 1) * hs] += 1.0
+        after = last_attention_output(model)
+        changed = [h for h in range(nh) if max_diff(after[:, h], before[:, h]) > 1e-3]
+        assert changed == list(range(kv_head * group, (kv_head + 1) * group)), (kv_head, changed)

@@ -10,35 +10,28 @@ grader's regression set. Guards no answer can reach are listed in docs/testing.m
 """
 from __future__ import annotations
 
-from typing import NamedTuple
+import sys
+from pathlib import Path
 
 import pytest
 
 import kvsched_lab.course as lab
 from kvsched_lab.todos import load_method, reference_sources
 
+sys.path.insert(0, str(Path(__file__).parent / "grading_cases"))
+from variants import Wrong  # noqa: E402
+
 REF = reference_sources()
 
 
-class Aimed(NamedTuple):
-    todo: str
-    name: str
-    old: str  # the piece of the reference to replace (it must be there)
-    new: str
-    message: str  # words of the one guard that must reject it
-
-    @property
-    def source(self) -> str:
-        assert self.old in REF[self.todo], f"{self.todo}/{self.name} no longer applies to the reference"
-        return REF[self.todo].replace(self.old, self.new)
+def Aimed(todo: str, name: str, old: str, new: str, message: str) -> Wrong:
+    """A wrong answer for the public checks only (grader=None): `message` is the one guard's words."""
+    return Wrong(todo, name, old, new, message, grader=None)
 
 
 _RECENCY = "recency = 1.0 / (1.0 + max(self.time - last_used, 0))"
 _PUSH = "heapq.heappush(self.queue, queue_item)"
 _RESCORE = "entry.priority = self._score(entry.hits, entry.bytes, entry.last_used)"
-_EVICT_TAIL = """        self.current_bytes -= entry.bytes
-        self.entries.pop(prefix, None)
-        self.log.append(f"evict:{prefix}")"""
 _NEW = "    self.entries[prefix] = entry\n    self.current_bytes += bytes_\n    self._refresh_queue(prefix)\n"
 _MAKE_ROOM = "    self._evict_until_fit(bytes_)\n"
 _STORE = "    self.entries[prefix] = entry\n"
@@ -148,7 +141,7 @@ AIMED = [
 def test_each_guard_rejects_the_mistake_it_names(aimed):
     result = lab.grade(aimed.todo, load_method(aimed.todo, aimed.source))
     assert result.status == "failed", result.line()
-    assert aimed.message in result.message, result.line()
+    assert aimed.why in result.message, result.line()
 
 
 def test_aimed_answers_differ_from_the_reference_and_each_other():

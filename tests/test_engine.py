@@ -440,3 +440,39 @@ def test_engine_attached_to_a_warmed_scheduler():
     assert "never-served" not in sim.entries and any(line == "evict:never-served" for line in sim.log)
     assert engine.pool.allocator.num_used_blocks == len(engine.cached_block_ids) == len(sim.entries)
     engine.check_consistency()
+
+
+def test_engine_rejects_bad_sizes_with_clear_errors():
+    sim = KVCacheSchedulerSim(capacity_bytes=10 * BLOCK_BYTES)
+    for kwargs in ({"tokens_per_block": 0, "max_tokens_per_request": 8},
+                   {"tokens_per_block": 4, "max_tokens_per_request": 0}):
+        with pytest.raises(ValueError) as info:
+            PrefixCacheEngine(MODEL, sim, **kwargs)
+        assert str(info.value) == "tokens_per_block and max_tokens_per_request must be > 0"
+    with pytest.raises(ValueError) as info:
+        PrefixCacheEngine(MODEL, sim, tokens_per_block=4, max_tokens_per_request=257)
+    assert str(info.value) == "max_tokens_per_request=257 exceeds the model's max_positions=256"
+    assert PrefixCacheEngine(MODEL, sim, tokens_per_block=4, max_tokens_per_request=256).max_blocks_per_request == 64
+    with pytest.raises(ValueError) as info:
+        make_engine(KVCacheSchedulerSim(capacity_bytes=BLOCK_BYTES - 1))
+    assert str(info.value) == f"capacity is 0 blocks of {BLOCK_BYTES} bytes; give the scheduler more"
+    with pytest.raises(ValueError) as info:
+        make_engine(SimpleNamespace(entries={}, log=[], touch=lambda prefix, bytes_: None))
+    assert str(info.value) == "the scheduler has no capacity_bytes; pass capacity_blocks"
+    # A prompt of one block more than a whole number of blocks takes a partial extra block.
+    engine = PrefixCacheEngine(MODEL, sim, tokens_per_block=4, max_tokens_per_request=9)
+    assert engine.max_blocks_per_request == 3 and engine.pool.num_blocks == 10 + 3
+    assert sim.log == [] and not sim.entries  # nothing was touched
+    for bad in ([], list(range(10))):
+        with pytest.raises(ValueError) as info:
+            engine.serve_tokens(bad)
+        assert str(info.value) == f"a prompt must have 1..9 tokens, got {len(bad)}"
+
+
+def test_block_tokens_are_fixed_by_the_id_and_the_seed():
+    tokens = block_id_tokens(7, 16, 64)
+    assert len(tokens) == 16 and all(0 <= t < 64 for t in tokens) and len(set(tokens)) > 1
+    assert block_id_tokens(7, 16, 64, seed=0) == tokens != block_id_tokens(7, 16, 64, seed=1)
+    assert block_id_tokens(7, 16, 1000)[:4] != block_id_tokens(8, 16, 1000)[:4]
+    engine = make_engine(KVCacheSchedulerSim(capacity_bytes=10 * BLOCK_BYTES), block_seed=3)
+    assert engine.serve_block_ids([5]).block_keys == chain_block_keys(block_id_tokens(5, BS, 64, seed=3), BS)

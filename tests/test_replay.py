@@ -105,3 +105,68 @@ def test_cli_real_kv_replay_computes_only_the_misses(tmp_path, capsys):
     assert out["max_abs_logit_diff"] <= 1e-4 and out["device"] == "cpu"
     # LRU, 3 blocks, by hand: cached at arrival + fresh blocks = r1 0+3, r3 3+1, r2 3+2, r4 3+1.
     assert out["blocks_in_use_max"] == 5 and out["pool_blocks"] == 3 + 3
+
+
+def test_replay_result_names_the_scheduler_and_counts_block_hits():
+    # A library policy by name counts block hits too; a class, a factory or an instance do not.
+    res = replay(HAND_TRACE, "lru", 3)
+    assert (res.policy, res.capacity_blocks, res.prefix_hits, res.block_refs) == ("lru", 3, 4, 11)
+    # LRU by hand, every touch: r1 none; r3 block 1; r2 block 1; r4 blocks 1, 2 (3 was evicted).
+    assert res.block_hits == 4 and res.block_hit_rate == pytest.approx(4 / 11)
+    # Block 9 is cached but follows a miss: a block hit, not a prefix hit.
+    behind = replay([Request(0, 1024, 1, (8, 9)), Request(1, 1024, 1, (7, 9))], "lru", 10)
+    assert (behind.prefix_hits, behind.block_hits, behind.block_hit_rate) == (0, 1, 0.25)
+    row = res.to_dict()
+    assert row["policy"] == "lru" and row["block_hits"] == 4 and set(row) == {
+        "policy", "capacity_blocks", "requests", "block_refs", "prefix_hits", "prefix_hit_rate", "wall_seconds",
+        "block_hits", "block_hit_rate"}
+    assert replay(HAND_TRACE, KVCacheSchedulerSim, 3).policy == "KVCacheSchedulerSim"
+
+    def factory(capacity_bytes):
+        return KVCacheSchedulerSim(capacity_bytes)
+
+    by_factory = replay(HAND_TRACE, factory, 3)
+    assert by_factory.policy == "factory" and by_factory.prefix_hits == 4
+    by_instance = replay(HAND_TRACE, KVCacheSchedulerSim(3 * 7), 3, block_bytes=7)
+    assert by_instance.policy == "KVCacheSchedulerSim" and by_instance.prefix_hits == 4
+    assert by_instance.block_hits is None and by_instance.block_hit_rate is None
+
+
+def test_empty_trace_and_bad_capacities_in_full():
+    res = replay([], "lru", 3)
+    assert (res.requests, res.block_refs, res.prefix_hit_rate, res.block_hit_rate) == (0, 0, 0.0, 0.0)
+    for bad in (0, -1, True, 2.5):
+        with pytest.raises(ValueError) as info:
+            replay(HAND_TRACE, "lru", bad)
+        assert str(info.value) == f"capacity_blocks must be a positive int, got {bad!r}"
+    with pytest.raises(ValueError) as info:
+        replay(HAND_TRACE, KVCacheSchedulerSim(5), 3, block_bytes=2)
+    assert str(info.value) == ("scheduler has capacity_bytes=5, but the replay asks for 6 "
+                               "(capacity_blocks x block_bytes)")
+    used = KVCacheSchedulerSim(3)
+    used.touch(1, 1)
+    with pytest.raises(ValueError) as info:
+        replay(HAND_TRACE, used, 3)
+    assert str(info.value) == "pass a fresh scheduler: this one already holds entries"
+
+
+def test_long_replays_carry_state_across_chunks_and_show_progress(capsys):
+    from kvsched_lab.traces import synthetic_trace
+
+    trace = synthetic_trace(1200, seed=7)  # more than two chunks of 500 requests
+    quiet = replay(trace, KVCacheSchedulerSim, 200)
+    shown = replay(trace, KVCacheSchedulerSim, 200, progress=True)
+    assert shown.prefix_hits == quiet.prefix_hits
+    # The same, one request at a time through the chapter's API (REFERENCE.md section 3).
+    sim, hits = KVCacheSchedulerSim(200), 0
+    for r in sorted(trace, key=lambda r: r.timestamp):
+        run = 0
+        while run < len(r.hash_ids) and r.hash_ids[run] in sim.entries:
+            run += 1
+        hits += run
+        for b in r.hash_ids:
+            sim.touch(b, 1)
+    assert quiet.prefix_hits == hits
+    assert "replay KVCacheSchedulerSim" in capsys.readouterr().err
+    replay(trace[:999], KVCacheSchedulerSim, 200, progress=True)  # short: no bar
+    assert capsys.readouterr().err == ""

@@ -476,3 +476,74 @@ def test_block_tokens_are_fixed_by_the_id_and_the_seed():
     assert block_id_tokens(7, 16, 1000)[:4] != block_id_tokens(8, 16, 1000)[:4]
     engine = make_engine(KVCacheSchedulerSim(capacity_bytes=10 * BLOCK_BYTES), block_seed=3)
     assert engine.serve_block_ids([5]).block_keys == chain_block_keys(block_id_tokens(5, BS, 64, seed=3), BS)
+
+
+class ScriptedLRU(ListLogLRU):
+    """ListLogLRU that logs extra lines (a buggy learner's scheduler) on the touches listed in `extra`."""
+
+    def __init__(self, capacity_bytes: int, extra) -> None:
+        super().__init__(capacity_bytes)
+        self.extra = extra  # touch number (1-based) -> lines to log after that touch's own
+        self.calls = 0
+
+    def touch(self, prefix, bytes_):
+        self.calls += 1
+        if self.calls in self.extra and self.extra[self.calls] == "add instead of reuse":
+            self.entries.move_to_end(prefix)
+            self.log.append(f"add:{prefix}")
+            return
+        super().touch(prefix, bytes_)
+        for line in self.extra.get(self.calls, ()):
+            self.log.append(line.format(key=prefix))
+
+
+def test_each_scheduler_event_error_in_full():
+    keys = chain_block_keys(tokens_of([1, 2]), BS)
+    cases = [
+        ({2: ["evict:nope", "add:other"]},
+         "the scheduler evicted 'nope', a key the engine holds no block for (added without an 'add:' event, "
+         f"or evicted twice?); touch({keys[1]!r}) logged 'add:other'; only evictions may name another key"),
+        # Touch 3 is the hit on block 1 of the second request: evicting and re-adding the key
+        # throws away the only copy of its K/V (the request reused it, computed nothing).
+        ({3: ["evict:{key}", "add:{key}"]}, f"'add:{keys[0]}' for a block whose K/V the engine no longer has"),
+        ({3: "add instead of reuse"}, f"the scheduler added {keys[0]!r} while it was still cached (no evict in between)"),
+    ]
+    for extra, message in cases:
+        engine = make_engine(ScriptedLRU(10 * BLOCK_BYTES, extra))
+        with pytest.raises(SchedulerEventError) as info:
+            engine.serve_block_ids([1, 2])
+            engine.serve_block_ids([1, 2])
+        assert str(info.value) == message
+        assert engine.pool.allocator.num_used_blocks == len(engine.cached_block_ids)
+    sim = FlakyScheduler(capacity_bytes=4 * BLOCK_BYTES, fail_at=1)
+    engine = make_engine(sim)
+    with pytest.raises(SchedulerEventError) as info:
+        engine.serve_block_ids([1])
+    key = chain_block_keys(tokens_of([1]), BS)[0]
+    assert str(info.value) == (
+        f"scheduler.touch({key!r}, {BLOCK_BYTES}) raised RuntimeError: boom; "
+        "the engine followed the events logged before it and freed this request's uncached blocks")
+    engine = make_engine(LyingScheduler(capacity_bytes=10 * BLOCK_BYTES, lie="grow:x"))
+    with pytest.raises(SchedulerEventError) as info:
+        engine.serve_block_ids([1, 2])
+    assert str(info.value).startswith("cannot read the scheduler's log: ")
+
+
+def test_consistency_check_names_what_is_out_of_step():
+    sim = KVCacheSchedulerSim(capacity_bytes=10 * BLOCK_BYTES)
+    engine = make_engine(sim)
+    result = engine.serve_block_ids([1, 2])
+    engine.check_consistency()
+    a, b = result.block_keys
+    sim.touch("stranger", BLOCK_BYTES)  # cached by the scheduler behind the engine's back
+    with pytest.raises(AssertionError) as info:
+        engine.check_consistency()
+    assert str(info.value) == "engine holds 2 blocks, scheduler has 3 entries; held not live [], live not held ['stranger']"
+    del sim.entries["stranger"]
+    leaked = engine.pool.allocator.allocate()
+    with pytest.raises(AssertionError) as info:
+        engine.check_consistency()
+    assert str(info.value) == "3 pool blocks in use but 2 cached: a leak"
+    engine.pool.allocator.free(leaked)
+    engine.check_consistency()
+    assert sorted(engine.cached_block_ids) == sorted([a, b])

@@ -1,6 +1,7 @@
 """Tests for the tiny decoder: prefill with a cached prefix from the pool must equal a full recompute."""
 from __future__ import annotations
 
+import math
 import random
 
 import pytest
@@ -8,7 +9,8 @@ import torch
 from torch.nn.attention import SDPBackend, sdpa_kernel
 from torch.utils.flop_counter import FlopCounterMode
 
-from kvsched_lab.model import TinyDecoder, TinyDecoderConfig
+from kvsched_lab.block_pool import KVBlockPool
+from kvsched_lab.model import RMSNorm, TinyDecoder, TinyDecoderConfig, apply_rope, rope_tables
 
 FP32_TOL = 1e-4
 # fp16 on the GPU: unit roundoff 2^-11 ~ 4.9e-4 and logits up to ~5 after RMSNorm and the
@@ -160,8 +162,6 @@ def test_fp16_prefill_on_gpu_matches_recompute_and_fp32():
 def reference_logits(model: TinyDecoder, ids) -> torch.Tensor:
     """The model's forward pass written out head by head: query head h reads KV head h // group
     (group = num_heads // num_kv_heads), named explicitly, with a plain softmax and causal mask."""
-    from kvsched_lab.model import apply_rope
-
     cfg = model.config
     T, nh, nkv, hs = len(ids), cfg.num_heads, cfg.num_kv_heads, cfg.head_dim
     group = nh // nkv
@@ -221,3 +221,91 @@ def test_changing_one_kv_head_changes_only_the_query_heads_of_its_group():
         after = last_attention_output(model)
         changed = [h for h in range(nh) if max_diff(after[:, h], before[:, h]) > 1e-3]
         assert changed == list(range(kv_head * group, (kv_head + 1) * group)), (kv_head, changed)
+
+
+def test_rope_tables_by_hand():
+    cos, sin = rope_tables(head_dim=8, max_positions=6, theta=100.0)
+    assert cos.shape == sin.shape == (6, 4) and cos.dtype == torch.float32
+    for pos in (0, 1, 5):
+        for i in range(4):
+            angle = pos * 100.0 ** (-2 * i / 8)
+            assert cos[pos, i].item() == pytest.approx(math.cos(angle), abs=1e-6)
+            assert sin[pos, i].item() == pytest.approx(math.sin(angle), abs=1e-6)
+
+
+def test_rope_rotates_pairs_and_scores_depend_on_distance_only():
+    cos, sin = rope_tables(head_dim=4, max_positions=32, theta=10000.0)
+    # Rotate-half pairs dims (0, 2) and (1, 3): position 1 turns (1, 0, 0, 0) by angle 1 radian.
+    x = torch.tensor([[[1.0, 0.0, 0.0, 0.0]]])  # (T=1, h=1, hs=4)
+    out = apply_rope(x, cos[1:2], sin[1:2])[0, 0]
+    assert out.tolist() == pytest.approx([math.cos(1.0), 0.0, math.sin(1.0), 0.0], abs=1e-6)
+    gen = torch.Generator().manual_seed(0)
+    q, k = torch.randn(1, 1, 4, generator=gen), torch.randn(1, 1, 4, generator=gen)
+
+    def score(m, n):
+        return (apply_rope(q, cos[m:m + 1], sin[m:m + 1]) * apply_rope(k, cos[n:n + 1], sin[n:n + 1])).sum().item()
+
+    assert score(7, 3) == pytest.approx(score(20, 16), abs=1e-5) == pytest.approx(score(4, 0), abs=1e-5)
+    assert score(7, 3) != pytest.approx(score(7, 4), abs=1e-3)
+    assert torch.allclose(apply_rope(q, cos[0:1], sin[0:1]), q)  # position 0: no turn
+
+
+def test_rms_norm_by_hand():
+    norm = RMSNorm(4, eps=1e-5)
+    x = torch.tensor([[3.0, -3.0, 3.0, -3.0], [0.0, 0.0, 0.0, 0.0]])
+    out = norm(x)
+    assert out[0].tolist() == pytest.approx([1.0, -1.0, 1.0, -1.0], abs=1e-5)  # rms 3 -> 1
+    assert out[1].tolist() == [0.0, 0.0, 0.0, 0.0]  # eps keeps zeros finite
+    assert RMSNorm(4, eps=1.0)(torch.ones(1, 4))[0].tolist() == pytest.approx([2 ** -0.5] * 4)
+    norm.weight.data = torch.tensor([1.0, 2.0, 0.5, 0.0])
+    assert norm(x)[0].tolist() == pytest.approx([1.0, -2.0, 0.5, 0.0], abs=1e-5)
+    half = norm(x.half())
+    assert half.dtype == torch.float16
+
+
+def test_model_validation_messages_in_full():
+    with pytest.raises(ValueError) as info:
+        TinyDecoderConfig(num_heads=4, num_kv_heads=3)
+    assert str(info.value) == ("num_heads=4 must be a multiple of num_kv_heads=3 "
+                               "(each KV head serves num_heads // num_kv_heads query heads)")
+    with pytest.raises(ValueError) as info:
+        TinyDecoderConfig(head_dim=7)
+    assert str(info.value) == "head_dim must be even for RoPE, got 7"
+    model = TinyDecoder(CONFIGS["mha"], device="cpu")
+    pool = model.make_pool(4, 4)
+    assert (pool.num_layers, pool.num_kv_heads, pool.head_dim, pool.block_size, pool.num_blocks) == (2, 4, 8, 4, 4)
+    assert model.kv_bytes_per_token == 2 * 2 * 4 * 8 * 4 == pool.bytes_per_token
+    cases = [
+        (lambda: model.prefill(prompt(8), [0, 1], 8, pool),
+         "num_cached_tokens must be in 0..7 (at least one new token), got 8"),
+        (lambda: model.prefill(prompt(8), [0, 1], -1, pool),
+         "num_cached_tokens must be in 0..7 (at least one new token), got -1"),
+        (lambda: model.prefill(prompt(9), [0, 1], 0, pool), "block_table has 2 blocks of 4 tokens, too few for 9 tokens"),
+        (lambda: model.forward([-1, 3]), "token ids must be in 0..127"),
+        (lambda: model.forward([3, 128]), "token ids must be in 0..127"),
+        (lambda: model.prefill(prompt(8), [0, 1], 0, KVBlockPool(4, 4, 2, 4, 8, device="cpu", dtype=torch.float16)),
+         "pool is torch.float16 on cpu, model is torch.float32 on cpu"),
+        (lambda: model.prefill(prompt(8), [0, 1], 0, KVBlockPool(4, 4, 2, 2, 8, device="cpu")),
+         "pool shapes (layers, kv heads, head_dim) do not match the model's; use model.make_pool()"),
+    ]
+    for call, message in cases:
+        with pytest.raises(ValueError) as info:
+            call()
+        assert str(info.value) == message
+    short = TinyDecoder(TinyDecoderConfig(max_positions=8), device="cpu")
+    with pytest.raises(ValueError) as info:
+        short.forward(list(range(9)))
+    assert str(info.value) == ("9 tokens exceed max_positions=8; "
+                               "build the model with a larger TinyDecoderConfig.max_positions")
+    assert short.forward(list(range(8))).shape == (8, 512)  # exactly max_positions is fine
+    assert model.forward([0, 127]).shape == (2, 128)  # both ends of the vocabulary
+
+
+def test_weights_have_the_documented_scales():
+    model = TinyDecoder(TinyDecoderConfig(dim=256, ffn_hidden=512, vocab_size=1024), device="cpu")
+    assert model.embed.weight.std().item() == pytest.approx(1.0, rel=0.05)  # N(0, 1)
+    layer = model.layers[0]
+    assert layer.wq.weight.std().item() == pytest.approx(256 ** -0.5, rel=0.05)  # N(0, 1/fan_in)
+    assert layer.w_down.weight.std().item() == pytest.approx(512 ** -0.5, rel=0.05)
+    assert torch.equal(layer.attn_norm.weight, torch.ones(256)) and torch.equal(model.final_norm.weight, torch.ones(256))
+    assert not any(p.requires_grad for p in model.parameters()) and not model.training

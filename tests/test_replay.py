@@ -155,8 +155,11 @@ def test_long_replays_carry_state_across_chunks_and_show_progress(capsys):
 
     trace = synthetic_trace(1200, seed=7)  # more than two chunks of 500 requests
     quiet = replay(trace, KVCacheSchedulerSim, 200)
+    assert capsys.readouterr().err == ""
     shown = replay(trace, KVCacheSchedulerSim, 200, progress=True)
+    err = capsys.readouterr().err
     assert shown.prefix_hits == quiet.prefix_hits
+    assert "replay KVCacheSchedulerSim" in err and "0/1200" in err  # the bar knows the total
     # The same, one request at a time through the chapter's API (REFERENCE.md section 3).
     sim, hits = KVCacheSchedulerSim(200), 0
     for r in sorted(trace, key=lambda r: r.timestamp):
@@ -167,6 +170,7 @@ def test_long_replays_carry_state_across_chunks_and_show_progress(capsys):
         for b in r.hash_ids:
             sim.touch(b, 1)
     assert quiet.prefix_hits == hits
-    assert "replay KVCacheSchedulerSim" in capsys.readouterr().err
-    replay(trace[:999], KVCacheSchedulerSim, 200, progress=True)  # short: no bar
+    replay(trace[:1000], KVCacheSchedulerSim, 200, progress=True)  # two chunks: a bar
+    assert "0/1000" in capsys.readouterr().err
+    replay(trace[:999], KVCacheSchedulerSim, 200, progress=True)  # shorter: no bar
     assert capsys.readouterr().err == ""

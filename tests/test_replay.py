@@ -6,7 +6,7 @@ import pytest
 
 from kvsched_lab.cli import main
 from kvsched_lab.replay import replay
-from kvsched_lab.traces import Request, save_trace
+from kvsched_lab.traces import Request, save_trace, sort_by_arrival
 from solutions import KVCacheSchedulerSim
 
 SHARED = Path(__file__).resolve().parents[2] / "shared" / "traces"
@@ -174,3 +174,17 @@ def test_long_replays_carry_state_across_chunks_and_show_progress(capsys):
     assert "0/1000" in capsys.readouterr().err
     replay(trace[:999], KVCacheSchedulerSim, 200, progress=True)  # shorter: no bar
     assert capsys.readouterr().err == ""
+
+
+@pytest.mark.parametrize("name", ["gdsf", "s3fifo-prefix"])
+def test_policies_replay_through_their_own_request_aware_loop(name):
+    """Prompt-aware policies price a block by its place in the request: touching block by block
+    (the path for the chapter's schedulers) decides differently, so replay must use theirs."""
+    from kvsched_lab.policies import make_policy
+    from kvsched_lab.policies.base import generic_replay_requests
+    from kvsched_lab.traces import synthetic_trace
+
+    trace = synthetic_trace(600, seed=3)
+    ids = [r.hash_ids for r in sort_by_arrival(trace)]
+    own = sum(make_policy(name, 300).replay_requests(ids, 1))
+    assert replay(trace, name, 300).prefix_hits == own != sum(generic_replay_requests(make_policy(name, 300), ids, 1))

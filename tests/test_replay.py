@@ -159,7 +159,8 @@ def test_long_replays_carry_state_across_chunks_and_show_progress(capsys):
     shown = replay(trace, KVCacheSchedulerSim, 200, progress=True)
     err = capsys.readouterr().err
     assert shown.prefix_hits == quiet.prefix_hits
-    assert "replay KVCacheSchedulerSim" in err and "0/1200" in err  # the bar knows the total
+    assert "replay KVCacheSchedulerSim: " in err and "0/1200" in err  # the bar knows the total
+    assert "req/s" in err
     # The same, one request at a time through the chapter's API (REFERENCE.md section 3).
     sim, hits = KVCacheSchedulerSim(200), 0
     for r in sorted(trace, key=lambda r: r.timestamp):
@@ -188,3 +189,18 @@ def test_policies_replay_through_their_own_request_aware_loop(name):
     ids = [r.hash_ids for r in sort_by_arrival(trace)]
     own = sum(make_policy(name, 300).replay_requests(ids, 1))
     assert replay(trace, name, 300).prefix_hits == own != sum(generic_replay_requests(make_policy(name, 300), ids, 1))
+
+
+def test_any_factory_or_instance_replays_and_the_time_is_measured():
+    import functools
+    import time
+    from types import SimpleNamespace
+
+    t0 = time.perf_counter()
+    res = replay(HAND_TRACE, functools.partial(KVCacheSchedulerSim), 3)  # a factory without a __name__
+    assert res.policy == "KVCacheSchedulerSim" and res.prefix_hits == 4
+    assert 0 <= res.wall_seconds <= time.perf_counter() - t0
+    # An instance without capacity_bytes is taken at its word.
+    inner = KVCacheSchedulerSim(3)
+    bare = SimpleNamespace(entries=inner.entries, touch=inner.touch)
+    assert replay(HAND_TRACE, bare, 3).prefix_hits == 4

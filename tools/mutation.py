@@ -84,12 +84,24 @@ def scratch_copy(module: str, tests: Sequence[str]) -> Path:
     return scratch
 
 
+def _not_killed(mutmut: List[str], scratch: Path) -> List[str]:
+    """Names of the mutants no test killed (survived, no tests, not checked), from `mutmut results`."""
+    results = subprocess.run([*mutmut, "results"], cwd=scratch, capture_output=True, text=True).stdout
+    return [line.split(":")[0].strip() for line in results.splitlines()
+            if line.strip() and not line.strip().endswith((": killed", ": timeout"))]
+
+
 def run_module(module: str, tests: Sequence[str], max_children: int, keep: bool) -> Dict[str, object]:
     scratch = scratch_copy(module, tests)
     mutmut = [sys.executable, "-m", "mutmut"]
     started = time.perf_counter()
     run = subprocess.run([*mutmut, "run", "--max-children", str(max_children)], cwd=scratch,
                          capture_output=True, text=True)
+    # On a loaded machine a few mutants come out "survived" that a second look kills: test each
+    # survivor again, alone, so that only confirmed survivors are reported.
+    first = _not_killed(mutmut, scratch)
+    if run.returncode == 0 and first:
+        subprocess.run([*mutmut, "run", "--max-children", "1", *first], cwd=scratch, capture_output=True, text=True)
     seconds = time.perf_counter() - started
     subprocess.run([*mutmut, "export-cicd-stats"], cwd=scratch, capture_output=True, text=True)
     stats_path = scratch / "mutants" / "mutmut-cicd-stats.json"
@@ -98,9 +110,7 @@ def run_module(module: str, tests: Sequence[str], max_children: int, keep: bool)
         print(f"{module}: mutmut failed (exit {run.returncode}); scratch copy kept at {scratch}\n{tail}")
         return {"module": module, "error": run.returncode, "seconds": seconds}
     stats = json.loads(stats_path.read_text())
-    results = subprocess.run([*mutmut, "results"], cwd=scratch, capture_output=True, text=True).stdout
-    survivors = [line.split(":")[0].strip() for line in results.splitlines()
-                 if line.strip() and not line.strip().endswith(": killed")]
+    survivors = _not_killed(mutmut, scratch)
     diffs = {name: subprocess.run([*mutmut, "show", name], cwd=scratch, capture_output=True, text=True).stdout
              for name in survivors}
     if keep:

@@ -177,8 +177,10 @@ def test_named_traces_are_found_before_any_download(tmp_path, monkeypatch):
     rel, sha = traces.MOONCAKE_TRACES["synthetic"]
     assert calls == [(f"https://raw.githubusercontent.com/kvcache-ai/Mooncake/{traces.MOONCAKE_COMMIT}/{rel}",
                       traces.cache_dir() / "mooncake_synthetic_trace.jsonl", sha)]
-    with pytest.raises(FileNotFoundError, match="mooncake_conversation_trace.jsonl not found in"):
+    with pytest.raises(FileNotFoundError) as info:
         traces.resolve_trace("conversation", allow_download=False)
+    assert str(info.value) == (f"mooncake_conversation_trace.jsonl not found in "
+                               f"{[str(tmp_path / 'mine'), str(traces.cache_dir())]}")
     with pytest.raises(ValueError, match=r"unknown Mooncake trace 'x'; choose one of \['conversation', 'synthetic'\]"):
         traces.resolve_trace("x")
     (tmp_path / "mine").mkdir()
@@ -200,3 +202,18 @@ def test_default_search_dirs_without_the_environment(monkeypatch, tmp_path):
     repo = Path(traces.__file__).resolve().parent.parent
     assert traces.trace_search_dirs() == [repo.parent / "shared" / "traces",
                                           tmp_path / ".cache" / "kvsched-lab" / "traces"]
+
+
+def test_synthetic_trace_defaults_are_the_documented_ones():
+    assert synthetic_trace(60) == synthetic_trace(
+        60, seed=0, num_system_prompts=8, system_prompt_blocks=(2, 12), session_share=0.6, turn_blocks=(1, 4),
+        document_blocks=(4, 40), mean_gap_ms=200)
+    assert len(synthetic_trace()) == 2000
+
+
+def test_download_creates_missing_folders(tmp_path):
+    src = tmp_path / "src.jsonl"
+    src.write_text(GOOD + "\n")
+    dest = tmp_path / "a" / "b" / "x.jsonl"
+    assert download(src.as_uri(), dest, hashlib.sha256(src.read_bytes()).hexdigest()) == dest
+    assert sorted(p.name for p in dest.parent.iterdir()) == ["x.jsonl"]  # no temporary file left

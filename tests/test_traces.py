@@ -209,6 +209,23 @@ def test_synthetic_trace_defaults_are_the_documented_ones():
         60, seed=0, num_system_prompts=8, system_prompt_blocks=(2, 12), session_share=0.6, turn_blocks=(1, 4),
         document_blocks=(4, 40), mean_gap_ms=200)
     assert len(synthetic_trace()) == 2000
+    from kvsched_lab.traces import load_named_trace
+
+    assert load_named_trace("synthetic", num_requests=30) == synthetic_trace(30, seed=0)
+    # Every last-block length and every output length can occur, ends included.
+    trace = synthetic_trace(3000, seed=1)
+    tails = [r.input_length - (len(r.hash_ids) - 1) * 512 for r in trace]
+    assert (min(tails), max(tails)) == (1, 512)
+    assert (min(r.output_length for r in trace), max(r.output_length for r in trace)) == (1, 800)
+    # A 1 ms mean gap still moves the clock (only 0 means "all at once").
+    assert synthetic_trace(50, mean_gap_ms=1)[-1].timestamp > 0
+
+
+def test_load_trace_checks_the_block_size_it_is_given(tmp_path):
+    p = _write(tmp_path, [json.dumps({"timestamp": 0, "input_length": 600, "output_length": 3, "hash_ids": [1, 2, 3]})])
+    assert load_trace(p, block_tokens=256)[0].hash_ids == (1, 2, 3)
+    with pytest.raises(TraceFormatError, match=r"t.jsonl:1: .*needs ceil\(600/512\) = 2"):
+        load_trace(p)
 
 
 def test_download_creates_missing_folders(tmp_path):

@@ -213,7 +213,7 @@ def test_synthetic_trace_defaults_are_the_documented_ones():
 
     assert load_named_trace("synthetic", num_requests=30) == synthetic_trace(30, seed=0)
     # Every last-block length and every output length can occur, ends included.
-    trace = synthetic_trace(3000, seed=1)
+    trace = synthetic_trace(6000, seed=1)
     tails = [r.input_length - (len(r.hash_ids) - 1) * 512 for r in trace]
     assert (min(tails), max(tails)) == (1, 512)
     assert (min(r.output_length for r in trace), max(r.output_length for r in trace)) == (1, 800)

@@ -1,4 +1,4 @@
-"""FIFO and LRU list their entries in the order they will leave: the last to be evicted first.
+"""FIFO, LRU and LFU list their entries in the order they will leave: the last to be evicted first.
 
 The model tests (tests/test_policies.py) compare logs; these pin each policy's `snapshot` order
 against the eviction order worked out by hand, and check that it is the order evictions follow.
@@ -27,3 +27,10 @@ def test_lru_snapshot_is_most_recent_touch_first():
     fast.replay_requests([["a", "b", "c"], ["a", "e"]], 1)
     assert fast.snapshot() == [("e", 1), ("a", 1), ("c", 1), ("b", 1)]
     assert fast.hits == 1 and fast.time == 5 and fast.current_bytes == 4
+
+
+def test_lfu_snapshot_is_most_hits_first_then_most_recent():
+    lfu = make_policy("lfu", 10)
+    lfu.schedule([("a", 1), ("b", 2), ("c", 1), ("a", 1), ("b", 2), ("a", 1), ("d", 1)])
+    # (key, bytes, hits, last_used): a 3 hits; b 2; c and d 1 each, d touched later, so d leaves after c.
+    assert lfu.snapshot() == [("a", 1, 3, 6), ("b", 2, 2, 5), ("d", 1, 1, 7), ("c", 1, 1, 3)]

@@ -34,3 +34,19 @@ def test_lfu_snapshot_is_most_hits_first_then_most_recent():
     lfu.schedule([("a", 1), ("b", 2), ("c", 1), ("a", 1), ("b", 2), ("a", 1), ("d", 1)])
     # (key, bytes, hits, last_used): a 3 hits; b 2; c and d 1 each, d touched later, so d leaves after c.
     assert lfu.snapshot() == [("a", 1, 3, 6), ("b", 2, 2, 5), ("d", 1, 1, 7), ("c", 1, 1, 3)]
+
+
+def test_record_counts_after_a_fast_replay_match_the_records_and_the_touch_loop():
+    """The fast replay loops keep their own record counter: it must end where touching ends."""
+    from kvsched_lab.traces import synthetic_trace
+
+    ids = [r.hash_ids for r in synthetic_trace(150, seed=4)]
+    # Plain seed keeps stale records until popped; seed-compact keeps one per live entry.
+    for name, more_than_live in (("seed", True), ("seed-compact", False)):
+        fast, slow = make_policy(name, 60), make_policy(name, 60)
+        fast.replay_requests(ids, 1)
+        for request in ids:
+            for key in request:
+                slow.touch(key, 1)
+        assert fast.num_records == len(fast.queue) == slow.num_records == len(slow.queue), name
+        assert (fast.num_records > len(fast.entries)) == more_than_live, name

@@ -12,8 +12,10 @@ equal prefixes. Per request (REFERENCE.md section 3):
    ``skip`` (a bypass) leaves the block uncached, ``reuse`` changes nothing;
 4. fresh blocks nobody adopted (the partial tail, skipped blocks) are freed.
 
-So the pool holds exactly the scheduler's live entries between requests, and at most
-``capacity_blocks + max_blocks_per_request`` blocks at any moment.
+So the pool holds exactly the scheduler's live entries between requests (less the entries of a
+warmed scheduler that are older than the engine and not computed since: they have no K/V, count
+as misses, and free nothing when evicted), and at most ``capacity_blocks +
+max_blocks_per_request`` blocks at any moment.
 """
 from __future__ import annotations
 
@@ -21,7 +23,7 @@ import hashlib
 import random
 import struct
 from dataclasses import dataclass
-from typing import Any, Dict, List, Optional, Sequence
+from typing import Any, Dict, List, Optional, Sequence, Set
 
 import torch
 
@@ -114,6 +116,8 @@ class PrefixCacheEngine:
         # max_blocks_per_request, so this many blocks always suffice.
         self.pool = model.make_pool(capacity_blocks + self.max_blocks_per_request, tokens_per_block)
         self.cached_block_ids: Dict[str, int] = {}  # block key -> pool block id of its cached copy
+        # A warmed scheduler's entries have no K/V here: misses until computed, nothing to free on eviction.
+        self.keys_without_kv: Set[str] = {str(k) for k in scheduler.entries}
         self._log_pos = len(scheduler.log)  # events before the engine existed are not the engine's
         self.num_requests = 0
         self.prefill_tokens_total = 0
@@ -209,7 +213,9 @@ class PrefixCacheEngine:
             event_key = str(event_key)
             if op == EVICT:
                 block_id = self.cached_block_ids.pop(event_key, None)
-                if block_id is None:
+                if block_id is None and event_key in self.keys_without_kv:
+                    self.keys_without_kv.discard(event_key)  # an entry older than the engine: no block
+                elif block_id is None:
                     problems.append(f"the scheduler evicted {event_key!r}, a key the engine holds no block for "
                                     "(added without an 'add:' event, or evicted twice?)")
                 else:
@@ -221,6 +227,7 @@ class PrefixCacheEngine:
                 # does not hold (an entry older than the engine): adopt the fresh copy as well.
                 if index in fresh_block_ids:
                     self.cached_block_ids[key] = fresh_block_ids.pop(index)
+                    self.keys_without_kv.discard(key)
                 else:
                     problems.append(f"'{op}:{key}' for a block whose K/V the engine no longer has")
             elif op == ADD:
@@ -230,8 +237,9 @@ class PrefixCacheEngine:
             raise SchedulerEventError("; ".join(problems))
 
     def check_consistency(self) -> None:
-        """Raise AssertionError unless the pool holds exactly the scheduler's live entries (between requests)."""
-        live = {str(k) for k in self.scheduler.entries}
+        """Raise AssertionError unless the pool holds exactly the scheduler's live entries (between requests),
+        less the entries older than the engine that no request has computed yet."""
+        live = {str(k) for k in self.scheduler.entries} - self.keys_without_kv
         held = set(self.cached_block_ids)
         assert held == live, (
             f"engine holds {len(held)} blocks, scheduler has {len(live)} entries; "
@@ -239,4 +247,3 @@ class PrefixCacheEngine:
         )
         used = self.pool.allocator.num_used_blocks
         assert used == len(held), f"{used} pool blocks in use but {len(held)} cached: a leak"
-        assert self.blocks_in_use_max <= self.pool.num_blocks

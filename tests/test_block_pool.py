@@ -150,3 +150,47 @@ def test_model_spec_table_is_read_only_and_names_are_checked():
         model_kv_bytes_per_token("GPT-5")
     with pytest.raises(ValueError):
         model_kv_bytes_per_block("Llama-3-8B", 0)
+
+
+def test_error_messages_say_what_is_wrong_and_what_to_do():
+    """The whole text, not a fragment: a learner reads these, so a garbled hint is a bug."""
+    alloc = BlockAllocator(4)
+    with pytest.raises(ValueError) as info:
+        alloc.free(4)
+    assert str(info.value) == ("block id 4 does not belong to this pool (valid ids are 0..3); "
+                               "pass an id returned by allocate()")
+    with pytest.raises(ValueError) as info:
+        alloc.free(2)
+    assert str(info.value) == "block 2 is already free (double free); free each allocated block exactly once"
+    with pytest.raises(ValueError) as info:
+        BlockAllocator(0)
+    assert str(info.value) == "num_blocks must be an int > 0, got 0"
+    full = BlockAllocator(1)
+    full.allocate()
+    with pytest.raises(RuntimeError) as info:
+        full.allocate()
+    assert str(info.value) == ("KV block pool exhausted: all 1 blocks are in use; free finished requests' blocks, "
+                               "evict cached blocks, or build a larger pool")
+    assert repr(full) == "BlockAllocator(num_blocks=1, used=1)"
+
+
+@pytest.mark.parametrize("field", ["block_size", "num_layers", "num_kv_heads", "head_dim"])
+@pytest.mark.parametrize("bad", [0, -1, 2.0, True])
+def test_pool_rejects_each_bad_shape_by_name(field, bad):
+    shape = {"block_size": 4, "num_layers": 1, "num_kv_heads": 1, "head_dim": 4}
+    with pytest.raises(ValueError) as info:
+        KVBlockPool(2, **{**shape, field: bad}, device="cpu")
+    assert str(info.value) == f"{field} must be an int > 0, got {bad!r}"
+
+
+def test_pool_honours_the_device_it_is_given():
+    # "meta" tensors have shapes but no storage: a device choice testable on any machine.
+    pool = KVBlockPool(2, 4, 1, 1, 4, device="meta")
+    assert pool.device == torch.device("meta") and pool.kv.device.type == "meta"
+    assert pool.dtype == torch.float32 and pool.num_slots == 8
+    assert repr(pool) == ("KVBlockPool(num_blocks=2, block_size=4, layers=1, kv_heads=1, head_dim=4, "
+                          "torch.float32, meta, 0.0 MiB, used=0)")
+    pool = KVBlockPool(64, 16, 2, 4, 64, device="cpu", dtype=torch.float16)
+    pool.allocator.allocate()
+    # K and V, 2 layers, 4 heads of 64 in fp16: 2048 B a token, 32 KiB a block, 64 blocks = 2 MiB.
+    assert repr(pool).endswith("torch.float16, cpu, 2.0 MiB, used=1)")

@@ -102,19 +102,24 @@ def workload(seed: int, num_requests: int = 40, max_blocks: int = 12) -> List[Li
     return requests
 
 
-def protocol_expectation(requests, capacity_blocks: int):
-    """Brute force: the same scheduler fed chained block-id keys, no model; cached tokens per request."""
+def protocol_expectation(requests, capacity_blocks: int, peak: bool = False):
+    """Brute force: the same scheduler fed chained block-id keys, no model; cached tokens per request.
+
+    With `peak`, also the most pool blocks in use at once: the entries cached at a request's
+    arrival plus the fresh blocks it computes."""
     sim = KVCacheSchedulerSim(capacity_bytes=capacity_blocks * BLOCK_BYTES)
     expected = []
+    blocks_in_use_max = 0
     for ids in requests:
         keys = [tuple(ids[:i + 1]) for i in range(len(ids))]
         hits = 0
         while hits < len(keys) and keys[hits] in sim.entries:
             hits += 1
         expected.append(min(hits, len(ids) - 1) * BS)  # the last block is always recomputed
+        blocks_in_use_max = max(blocks_in_use_max, len(sim.entries) + len(ids) - expected[-1] // BS)
         for key in keys:
             sim.touch(key, BLOCK_BYTES)
-    return expected
+    return (expected, blocks_in_use_max) if peak else expected
 
 
 def tokens_of(ids):
@@ -138,18 +143,20 @@ def test_reference_scheduler_workload(capacity_blocks):
     assert engine.capacity_blocks == capacity_blocks
     assert engine.pool.num_blocks == capacity_blocks + 12
     requests = workload(seed=capacity_blocks)
-    expected = protocol_expectation(requests, capacity_blocks)
+    expected, blocks_in_use_max = protocol_expectation(requests, capacity_blocks, peak=True)
     for ids, cached in zip(requests, expected):
         result = engine.serve_block_ids(ids)
         assert result.num_cached_tokens == cached
-        assert result.num_computed_tokens == result.num_prompt_tokens - cached
+        # The model ran exactly the uncached tokens: one logits row each.
+        assert result.logits.shape[0] == result.num_computed_tokens == len(ids) * BS - cached
         full = MODEL.forward(tokens_of(ids))
         assert (result.logits - full[cached:]).abs().max().item() <= 1e-4
         engine.check_consistency()  # held blocks == live entries, no leak
         check_invariants(sim)
         assert engine.pool.allocator.num_used_blocks <= capacity_blocks
-    assert engine.blocks_in_use_max <= engine.pool.num_blocks
-    assert engine.prefill_tokens_computed == engine.prefill_tokens_total - engine.hit_tokens
+    assert engine.blocks_in_use_max == blocks_in_use_max
+    assert engine.prefill_tokens_total == sum(len(ids) for ids in requests) * BS
+    assert engine.prefill_tokens_computed == engine.prefill_tokens_total - sum(expected)
     assert engine.hit_tokens == sum(expected) > 0
     assert engine.num_requests == len(requests)
 
@@ -298,14 +305,21 @@ def test_scheduler_without_capacity_needs_capacity_blocks():
 def test_random_requests_never_leak(requests, capacity_blocks, learner):
     sim = (ListLogLRU if learner else KVCacheSchedulerSim)(capacity_bytes=capacity_blocks * BLOCK_BYTES)
     engine = make_engine(sim, max_blocks=6)
+    peak = computed = 0
     for ids in requests:
+        cached_before = len(engine.cached_block_ids)
         result = engine.serve_block_ids(ids)
         check_invariants(sim)
         engine.check_consistency()
         assert engine.pool.allocator.num_used_blocks <= capacity_blocks
         assert result.num_computed_tokens == len(ids) * BS - result.num_cached_tokens
-    assert engine.blocks_in_use_max <= engine.pool.num_blocks
-    assert engine.prefill_tokens_computed == engine.prefill_tokens_total - engine.hit_tokens
+        assert result.num_cached_tokens == min(result.num_hit_blocks, len(ids) - 1) * BS
+        peak = max(peak, cached_before + len(ids) - result.num_cached_tokens // BS)
+        computed += result.num_computed_tokens
+    # The engine's running totals agree with the per-request results summed here.
+    assert engine.blocks_in_use_max == peak
+    assert (engine.prefill_tokens_total, engine.prefill_tokens_computed) == (
+        sum(len(ids) for ids in requests) * BS, computed)
 
 
 def test_real_kv_replay_matches_the_trace_only_protocol():
@@ -313,9 +327,13 @@ def test_real_kv_replay_matches_the_trace_only_protocol():
     sim = KVCacheSchedulerSim(capacity_bytes=10 * BLOCK_BYTES)
     out = real_kv_replay(requests, sim, tokens_per_block=BS, device="cpu", model_config=CFG, check_every=3)
     assert out["requests"] == 30 and out["requests_checked"] == 10
-    assert out["prefill_tokens_computed"] == out["prefill_tokens_total"] - out["hit_tokens"]
+    expected, blocks_in_use_max = protocol_expectation([r.hash_ids for r in requests], 10, peak=True)
+    assert out["prefill_tokens_total"] == sum(len(r.hash_ids) for r in requests) * BS
+    assert out["hit_tokens"] == sum(expected) > 0
+    assert out["prefill_tokens_computed"] == out["prefill_tokens_total"] - sum(expected)
     assert out["max_abs_logit_diff"] <= 1e-4
-    assert out["capacity_blocks"] == 10 and out["blocks_in_use_max"] <= out["pool_blocks"]
+    assert out["capacity_blocks"] == 10 and out["pool_blocks"] == 10 + max(len(r.hash_ids) for r in requests)
+    assert out["blocks_in_use_max"] == blocks_in_use_max
     assert out["device"] == "cpu" and out["dtype"] == "float32"
     # REFERENCE.md section 3, on block ids alone, without the model.
     ref = KVCacheSchedulerSim(capacity_bytes=10 * BLOCK_BYTES)
@@ -339,3 +357,194 @@ def test_real_kv_replay_respects_max_requests():
     assert out["hit_tokens"] == 3 * 2 * BS
     with pytest.raises(ValueError, match="no requests"):
         real_kv_replay([], KVCacheSchedulerSim(), device="cpu")
+
+
+# -- prompts whose last block is partial ----------------------------------------------------------
+def expected_cached_tokens(num_tokens: int, num_hit_blocks: int) -> int:
+    """Every hit block is reused, unless the hit covers the whole prompt: then its last block is
+    recomputed, because the model needs at least one new token to give logits."""
+    if num_hit_blocks * BS < num_tokens:
+        return num_hit_blocks * BS
+    return (num_hit_blocks - 1) * BS
+
+
+def test_a_partial_last_block_keeps_every_full_block_reusable():
+    sim = KVCacheSchedulerSim(capacity_bytes=20 * BLOCK_BYTES)
+    engine = make_engine(sim)
+    tokens = list(range(10))  # two full blocks and a 2-token tail
+    engine.serve_tokens(tokens)
+    # The same prompt again: both full blocks are cached, only the 2-token tail is computed.
+    again = engine.serve_tokens(tokens)
+    assert (again.num_hit_blocks, again.num_cached_tokens, again.num_computed_tokens) == (2, 8, 2)
+    assert (again.logits - MODEL.forward(tokens)[8:]).abs().max().item() <= 1e-4
+    # One token more than two blocks and one token less than three: still two blocks reused.
+    for n in (9, 11):
+        result = engine.serve_tokens(tokens[:8] + list(range(40, 40 + n - 8)))
+        assert (result.num_hit_blocks, result.num_cached_tokens, result.num_computed_tokens) == (2, 8, n - 8)
+    assert engine.hit_tokens == 3 * 8 and engine.prefill_tokens_total == 10 + 10 + 9 + 11
+    engine.check_consistency()
+
+
+@settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(
+    prompts=st.lists(st.tuples(st.integers(0, 2), st.integers(1, 4 * BS)), min_size=1, max_size=10),
+    capacity_blocks=st.integers(1, 6),
+)
+def test_random_prompt_lengths_reuse_every_cached_full_block(prompts, capacity_blocks):
+    """Prompts of any length (mostly with a partial last block) against a twin scheduler fed the same keys."""
+    sim = KVCacheSchedulerSim(capacity_bytes=capacity_blocks * BLOCK_BYTES)
+    twin = KVCacheSchedulerSim(capacity_bytes=capacity_blocks * BLOCK_BYTES)
+    engine = make_engine(sim, max_blocks=4)
+    total = cached = 0
+    for system, length in prompts:
+        tokens = ([system] * 3 * BS + list(range(10, 10 + BS)))[:length]  # three system prompts, shared heads
+        keys = [tuple(tokens[:end]) for end in range(BS, length + 1, BS)]  # one key per full block
+        hits = 0
+        while hits < len(keys) and keys[hits] in twin.entries:
+            hits += 1
+        for key in keys:
+            twin.touch(key, BLOCK_BYTES)
+        want = expected_cached_tokens(length, hits)
+        result = engine.serve_tokens(tokens)
+        assert (result.num_hit_blocks, result.num_cached_tokens) == (hits, want)
+        assert result.num_computed_tokens == length - want
+        assert (result.logits - MODEL.forward(tokens)[want:]).abs().max().item() <= 1e-4
+        total, cached = total + length, cached + want
+        engine.check_consistency()
+    assert (engine.prefill_tokens_total, engine.hit_tokens, engine.prefill_tokens_computed) == (
+        total, cached, total - cached)
+
+
+# -- an engine attached to a scheduler that already holds entries ---------------------------------
+def test_engine_attached_to_a_warmed_scheduler():
+    """Entries older than the engine have no K/V: they count as misses until the engine computes
+    them, a reuse of one adopts the fresh copy, and evicting one frees nothing."""
+    sim = KVCacheSchedulerSim(capacity_bytes=4 * BLOCK_BYTES)
+    old_a, old_b = chain_block_keys(tokens_of([1, 2]), BS)
+    sim.touch(old_a, BLOCK_BYTES)
+    sim.touch(old_b, BLOCK_BYTES)
+    sim.touch("never-served", BLOCK_BYTES)
+    log_before = len(sim.log)
+    engine = make_engine(sim)
+    # Block 1 is in the scheduler but not in the pool: no hit, computed in full, then adopted.
+    first = engine.serve_block_ids([1, 9])
+    assert (first.num_hit_blocks, first.num_cached_tokens) == (0, 0)
+    assert engine.cached_block_ids.keys() >= {old_a} and old_b not in engine.cached_block_ids
+    assert sim.log[log_before] == f"reuse:{old_a}"
+    # Now block 1's K/V is held: the next prompt that starts with it hits it and reads it.
+    second = engine.serve_block_ids([1, 2, 3])
+    assert (second.num_hit_blocks, second.num_cached_tokens) == (1, BS)
+    assert (second.logits - MODEL.forward(tokens_of([1, 2, 3]))[BS:]).abs().max().item() <= 1e-4
+    # More new blocks evict the old entries the engine never held; nothing is freed for them.
+    for ids in ([5, 6, 7], [5, 6, 7, 8]):
+        engine.serve_block_ids(ids)
+    assert "never-served" not in sim.entries and any(line == "evict:never-served" for line in sim.log)
+    assert engine.pool.allocator.num_used_blocks == len(engine.cached_block_ids) == len(sim.entries)
+    engine.check_consistency()
+
+
+def test_engine_rejects_bad_sizes_with_clear_errors():
+    sim = KVCacheSchedulerSim(capacity_bytes=10 * BLOCK_BYTES)
+    for kwargs in ({"tokens_per_block": 0, "max_tokens_per_request": 8},
+                   {"tokens_per_block": 4, "max_tokens_per_request": 0}):
+        with pytest.raises(ValueError) as info:
+            PrefixCacheEngine(MODEL, sim, **kwargs)
+        assert str(info.value) == "tokens_per_block and max_tokens_per_request must be > 0"
+    with pytest.raises(ValueError) as info:
+        PrefixCacheEngine(MODEL, sim, tokens_per_block=4, max_tokens_per_request=257)
+    assert str(info.value) == "max_tokens_per_request=257 exceeds the model's max_positions=256"
+    assert PrefixCacheEngine(MODEL, sim, tokens_per_block=4, max_tokens_per_request=256).max_blocks_per_request == 64
+    with pytest.raises(ValueError) as info:
+        make_engine(KVCacheSchedulerSim(capacity_bytes=BLOCK_BYTES - 1))
+    assert str(info.value) == f"capacity is 0 blocks of {BLOCK_BYTES} bytes; give the scheduler more"
+    with pytest.raises(ValueError) as info:
+        make_engine(SimpleNamespace(entries={}, log=[], touch=lambda prefix, bytes_: None))
+    assert str(info.value) == "the scheduler has no capacity_bytes; pass capacity_blocks"
+    # A prompt of one block more than a whole number of blocks takes a partial extra block.
+    engine = PrefixCacheEngine(MODEL, sim, tokens_per_block=4, max_tokens_per_request=9)
+    assert engine.max_blocks_per_request == 3 and engine.pool.num_blocks == 10 + 3
+    assert sim.log == [] and not sim.entries  # nothing was touched
+    for bad in ([], list(range(10))):
+        with pytest.raises(ValueError) as info:
+            engine.serve_tokens(bad)
+        assert str(info.value) == f"a prompt must have 1..9 tokens, got {len(bad)}"
+
+
+def test_block_tokens_are_fixed_by_the_id_and_the_seed():
+    tokens = block_id_tokens(7, 16, 64)
+    assert len(tokens) == 16 and all(0 <= t < 64 for t in tokens) and len(set(tokens)) > 1
+    assert block_id_tokens(7, 16, 64, seed=0) == tokens != block_id_tokens(7, 16, 64, seed=1)
+    assert block_id_tokens(7, 16, 1000)[:4] != block_id_tokens(8, 16, 1000)[:4]
+    engine = make_engine(KVCacheSchedulerSim(capacity_bytes=10 * BLOCK_BYTES), block_seed=3)
+    assert engine.serve_block_ids([5]).block_keys == chain_block_keys(block_id_tokens(5, BS, 64, seed=3), BS)
+
+
+class ScriptedLRU(ListLogLRU):
+    """ListLogLRU that logs extra lines (a buggy learner's scheduler) on the touches listed in `extra`."""
+
+    def __init__(self, capacity_bytes: int, extra) -> None:
+        super().__init__(capacity_bytes)
+        self.extra = extra  # touch number (1-based) -> lines to log after that touch's own
+        self.calls = 0
+
+    def touch(self, prefix, bytes_):
+        self.calls += 1
+        if self.calls in self.extra and self.extra[self.calls] == "add instead of reuse":
+            self.entries.move_to_end(prefix)
+            self.log.append(f"add:{prefix}")
+            return
+        super().touch(prefix, bytes_)
+        for line in self.extra.get(self.calls, ()):
+            self.log.append(line.format(key=prefix))
+
+
+def test_each_scheduler_event_error_in_full():
+    keys = chain_block_keys(tokens_of([1, 2]), BS)
+    cases = [
+        ({2: ["evict:nope", "add:other"]},
+         "the scheduler evicted 'nope', a key the engine holds no block for (added without an 'add:' event, "
+         f"or evicted twice?); touch({keys[1]!r}) logged 'add:other'; only evictions may name another key"),
+        # Touch 3 is the hit on block 1 of the second request: evicting and re-adding the key
+        # throws away the only copy of its K/V (the request reused it, computed nothing).
+        ({3: ["evict:{key}", "add:{key}"]}, f"'add:{keys[0]}' for a block whose K/V the engine no longer has"),
+        ({3: "add instead of reuse"}, f"the scheduler added {keys[0]!r} while it was still cached (no evict in between)"),
+    ]
+    for extra, message in cases:
+        engine = make_engine(ScriptedLRU(10 * BLOCK_BYTES, extra))
+        with pytest.raises(SchedulerEventError) as info:
+            engine.serve_block_ids([1, 2])
+            engine.serve_block_ids([1, 2])
+        assert str(info.value) == message
+        assert engine.pool.allocator.num_used_blocks == len(engine.cached_block_ids)
+    sim = FlakyScheduler(capacity_bytes=4 * BLOCK_BYTES, fail_at=1)
+    engine = make_engine(sim)
+    with pytest.raises(SchedulerEventError) as info:
+        engine.serve_block_ids([1])
+    key = chain_block_keys(tokens_of([1]), BS)[0]
+    assert str(info.value) == (
+        f"scheduler.touch({key!r}, {BLOCK_BYTES}) raised RuntimeError: boom; "
+        "the engine followed the events logged before it and freed this request's uncached blocks")
+    engine = make_engine(LyingScheduler(capacity_bytes=10 * BLOCK_BYTES, lie="grow:x"))
+    with pytest.raises(SchedulerEventError) as info:
+        engine.serve_block_ids([1, 2])
+    assert str(info.value).startswith("cannot read the scheduler's log: ")
+
+
+def test_consistency_check_names_what_is_out_of_step():
+    sim = KVCacheSchedulerSim(capacity_bytes=10 * BLOCK_BYTES)
+    engine = make_engine(sim)
+    result = engine.serve_block_ids([1, 2])
+    engine.check_consistency()
+    a, b = result.block_keys
+    sim.touch("stranger", BLOCK_BYTES)  # cached by the scheduler behind the engine's back
+    with pytest.raises(AssertionError) as info:
+        engine.check_consistency()
+    assert str(info.value) == "engine holds 2 blocks, scheduler has 3 entries; held not live [], live not held ['stranger']"
+    del sim.entries["stranger"]
+    leaked = engine.pool.allocator.allocate()
+    with pytest.raises(AssertionError) as info:
+        engine.check_consistency()
+    assert str(info.value) == "3 pool blocks in use but 2 cached: a leak"
+    engine.pool.allocator.free(leaked)
+    engine.check_consistency()
+    assert sorted(engine.cached_block_ids) == sorted([a, b])

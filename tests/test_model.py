@@ -1,6 +1,7 @@
 """Tests for the tiny decoder: prefill with a cached prefix from the pool must equal a full recompute."""
 from __future__ import annotations
 
+import math
 import random
 
 import pytest
@@ -8,7 +9,8 @@ import torch
 from torch.nn.attention import SDPBackend, sdpa_kernel
 from torch.utils.flop_counter import FlopCounterMode
 
-from kvsched_lab.model import TinyDecoder, TinyDecoderConfig
+from kvsched_lab.block_pool import KVBlockPool
+from kvsched_lab.model import RMSNorm, TinyDecoder, TinyDecoderConfig, apply_rope, rope_tables
 
 FP32_TOL = 1e-4
 # fp16 on the GPU: unit roundoff 2^-11 ~ 4.9e-4 and logits up to ~5 after RMSNorm and the
@@ -155,3 +157,155 @@ def test_fp16_prefill_on_gpu_matches_recompute_and_fp32():
         new = model.prefill(ids, table, num_cached, pool)
         assert max_diff(new, full[num_cached:]) <= FP16_TOL
         assert max_diff(new.cpu(), reference[num_cached:]) <= FP16_TOL
+
+
+def reference_logits(model: TinyDecoder, ids) -> torch.Tensor:
+    """The model's forward pass written out head by head: query head h reads KV head h // group
+    (group = num_heads // num_kv_heads), named explicitly, with a plain softmax and causal mask."""
+    cfg = model.config
+    T, nh, nkv, hs = len(ids), cfg.num_heads, cfg.num_kv_heads, cfg.head_dim
+    group = nh // nkv
+    cos, sin = model.rope_cos[:T], model.rope_sin[:T]
+    causal = torch.ones(T, T).tril().bool()  # (T, T): query i sees keys 0..i
+    x = model.embed(torch.tensor(ids))  # (T, dim)
+    for layer in model.layers:
+        h = layer.attn_norm(x)
+        q = apply_rope(layer.wq(h).view(T, nh, hs), cos, sin)
+        k = apply_rope(layer.wk(h).view(T, nkv, hs), cos, sin)
+        v = layer.wv(h).view(T, nkv, hs)
+        heads = []
+        for head in range(nh):
+            kv_head = head // group
+            scores = q[:, head] @ k[:, kv_head].T / hs ** 0.5  # (T, T)
+            weights = scores.masked_fill(~causal, float("-inf")).softmax(-1)
+            heads.append(weights @ v[:, kv_head])  # (T, hs)
+        x = x + layer.wo(torch.cat(heads, dim=-1))
+        h = layer.mlp_norm(x)
+        x = x + layer.w_down(torch.nn.functional.silu(layer.w_gate(h)) * layer.w_up(h))
+    return model.lm_head(model.final_norm(x))
+
+
+@pytest.mark.parametrize("name", list(CONFIGS))
+@torch.inference_mode()
+def test_attention_heads_read_their_own_kv_head(name):
+    """forward and prefill share one attention path; this checks it against an independent one."""
+    model = TinyDecoder(CONFIGS[name], device="cpu")
+    ids = prompt(21, seed=4)
+    want = reference_logits(model, ids)
+    assert max_diff(model.forward(ids), want) <= FP32_TOL
+    pool = model.make_pool(6, 4)
+    model.prefill(ids[:9], list(range(6)), 0, pool)
+    assert max_diff(model.prefill(ids, list(range(6)), 8, pool), want[8:]) <= FP32_TOL
+
+
+def test_changing_one_kv_head_changes_only_the_query_heads_of_its_group():
+    """Perturb KV head j's value weights in the last layer: exactly query heads j*g..j*g+g-1 change."""
+    cfg = CONFIGS["gqa"]  # 6 query heads, 2 KV heads: groups of 3
+    nh, nkv, hs = cfg.num_heads, cfg.num_kv_heads, cfg.head_dim
+    group = nh // nkv
+    ids = prompt(12, seed=6)
+
+    def last_attention_output(model):
+        captured = {}
+        hook = model.layers[-1].wo.register_forward_pre_hook(lambda mod, args: captured.setdefault("x", args[0]))
+        model.forward(ids)
+        hook.remove()
+        return captured["x"].view(len(ids), nh, hs)  # (T, nh, hs): each query head's attention output
+
+    base = TinyDecoder(cfg, device="cpu")
+    before = last_attention_output(base)
+    for kv_head in range(nkv):
+        model = TinyDecoder(cfg, device="cpu")
+        with torch.no_grad():
+            model.layers[-1].wv.weight[kv_head * hs:(kv_head + 1) * hs] += 1.0
+        after = last_attention_output(model)
+        changed = [h for h in range(nh) if max_diff(after[:, h], before[:, h]) > 1e-3]
+        assert changed == list(range(kv_head * group, (kv_head + 1) * group)), (kv_head, changed)
+
+
+def test_rope_tables_by_hand():
+    cos, sin = rope_tables(head_dim=8, max_positions=6, theta=100.0)
+    assert cos.shape == sin.shape == (6, 4) and cos.dtype == torch.float32
+    for pos in (0, 1, 5):
+        for i in range(4):
+            angle = pos * 100.0 ** (-2 * i / 8)
+            assert cos[pos, i].item() == pytest.approx(math.cos(angle), abs=1e-6)
+            assert sin[pos, i].item() == pytest.approx(math.sin(angle), abs=1e-6)
+
+
+def test_rope_rotates_pairs_and_scores_depend_on_distance_only():
+    cos, sin = rope_tables(head_dim=4, max_positions=32, theta=10000.0)
+    # Rotate-half pairs dims (0, 2) and (1, 3): position 1 turns (1, 0, 0, 0) by angle 1 radian.
+    x = torch.tensor([[[1.0, 0.0, 0.0, 0.0]]])  # (T=1, h=1, hs=4)
+    out = apply_rope(x, cos[1:2], sin[1:2])[0, 0]
+    assert out.tolist() == pytest.approx([math.cos(1.0), 0.0, math.sin(1.0), 0.0], abs=1e-6)
+    gen = torch.Generator().manual_seed(0)
+    q, k = torch.randn(1, 1, 4, generator=gen), torch.randn(1, 1, 4, generator=gen)
+
+    def score(m, n):
+        return (apply_rope(q, cos[m:m + 1], sin[m:m + 1]) * apply_rope(k, cos[n:n + 1], sin[n:n + 1])).sum().item()
+
+    assert score(7, 3) == pytest.approx(score(20, 16), abs=1e-5) == pytest.approx(score(4, 0), abs=1e-5)
+    assert score(7, 3) != pytest.approx(score(7, 4), abs=1e-3)
+    assert torch.allclose(apply_rope(q, cos[0:1], sin[0:1]), q)  # position 0: no turn
+
+
+def test_rms_norm_by_hand():
+    norm = RMSNorm(4, eps=1e-5)
+    x = torch.tensor([[3.0, -3.0, 3.0, -3.0], [0.0, 0.0, 0.0, 0.0]])
+    out = norm(x)
+    assert out[0].tolist() == pytest.approx([1.0, -1.0, 1.0, -1.0], abs=1e-5)  # rms 3 -> 1
+    assert out[1].tolist() == [0.0, 0.0, 0.0, 0.0]  # eps keeps zeros finite
+    assert RMSNorm(4, eps=1.0)(torch.ones(1, 4))[0].tolist() == pytest.approx([2 ** -0.5] * 4)
+    norm.weight.data = torch.tensor([1.0, 2.0, 0.5, 0.0])
+    assert norm(x)[0].tolist() == pytest.approx([1.0, -2.0, 0.5, 0.0], abs=1e-5)
+    half = norm(x.half())
+    assert half.dtype == torch.float16
+
+
+def test_model_validation_messages_in_full():
+    with pytest.raises(ValueError) as info:
+        TinyDecoderConfig(num_heads=4, num_kv_heads=3)
+    assert str(info.value) == ("num_heads=4 must be a multiple of num_kv_heads=3 "
+                               "(each KV head serves num_heads // num_kv_heads query heads)")
+    with pytest.raises(ValueError) as info:
+        TinyDecoderConfig(head_dim=7)
+    assert str(info.value) == "head_dim must be even for RoPE, got 7"
+    model = TinyDecoder(CONFIGS["mha"], device="cpu")
+    pool = model.make_pool(4, 4)
+    assert (pool.num_layers, pool.num_kv_heads, pool.head_dim, pool.block_size, pool.num_blocks) == (2, 4, 8, 4, 4)
+    assert model.kv_bytes_per_token == 2 * 2 * 4 * 8 * 4 == pool.bytes_per_token
+    cases = [
+        (lambda: model.prefill(prompt(8), [0, 1], 8, pool),
+         "num_cached_tokens must be in 0..7 (at least one new token), got 8"),
+        (lambda: model.prefill(prompt(8), [0, 1], -1, pool),
+         "num_cached_tokens must be in 0..7 (at least one new token), got -1"),
+        (lambda: model.prefill(prompt(9), [0, 1], 0, pool), "block_table has 2 blocks of 4 tokens, too few for 9 tokens"),
+        (lambda: model.forward([-1, 3]), "token ids must be in 0..127"),
+        (lambda: model.forward([3, 128]), "token ids must be in 0..127"),
+        (lambda: model.prefill(prompt(8), [0, 1], 0, KVBlockPool(4, 4, 2, 4, 8, device="cpu", dtype=torch.float16)),
+         "pool is torch.float16 on cpu, model is torch.float32 on cpu"),
+        (lambda: model.prefill(prompt(8), [0, 1], 0, KVBlockPool(4, 4, 2, 2, 8, device="cpu")),
+         "pool shapes (layers, kv heads, head_dim) do not match the model's; use model.make_pool()"),
+    ]
+    for call, message in cases:
+        with pytest.raises(ValueError) as info:
+            call()
+        assert str(info.value) == message
+    short = TinyDecoder(TinyDecoderConfig(max_positions=8), device="cpu")
+    with pytest.raises(ValueError) as info:
+        short.forward(list(range(9)))
+    assert str(info.value) == ("9 tokens exceed max_positions=8; "
+                               "build the model with a larger TinyDecoderConfig.max_positions")
+    assert short.forward(list(range(8))).shape == (8, 512)  # exactly max_positions is fine
+    assert model.forward([0, 127]).shape == (2, 128)  # both ends of the vocabulary
+
+
+def test_weights_have_the_documented_scales():
+    model = TinyDecoder(TinyDecoderConfig(dim=256, ffn_hidden=512, vocab_size=1024), device="cpu")
+    assert model.embed.weight.std().item() == pytest.approx(1.0, rel=0.05)  # N(0, 1)
+    layer = model.layers[0]
+    assert layer.wq.weight.std().item() == pytest.approx(256 ** -0.5, rel=0.05)  # N(0, 1/fan_in)
+    assert layer.w_down.weight.std().item() == pytest.approx(512 ** -0.5, rel=0.05)
+    assert torch.equal(layer.attn_norm.weight, torch.ones(256)) and torch.equal(model.final_norm.weight, torch.ones(256))
+    assert not any(p.requires_grad for p in model.parameters()) and not model.training

@@ -39,8 +39,19 @@ def test_environment_yml_matches_pyproject():
     assert py == project["requires-python"]
 
 
-def test_ci_runs_make_test():
-    assert "make test" in (ROOT / ".ci" / "run").read_text()
+def test_ci_runs_the_whole_suite_and_fails_when_it_fails():
+    import subprocess
+
+    script = (ROOT / ".ci" / "run").read_text()
+    assert subprocess.run(["bash", "-n", str(ROOT / ".ci" / "run")]).returncode == 0  # it parses
+    commands = [line.strip() for line in script.splitlines() if line.strip() and not line.strip().startswith("#")]
+    # `set -e` stops at the first failing command, and `make test` is a command, not a comment.
+    assert any(c.startswith("set ") and "e" in c.split()[1] for c in commands)
+    assert "make test" in commands
+    # What `make test` runs (a dry run): pytest over the whole tests folder, nothing deselected.
+    dry = subprocess.run(["make", "-n", "test"], cwd=ROOT, capture_output=True, text=True, check=True).stdout
+    pytest_lines = [line for line in dry.splitlines() if "-m pytest" in line]
+    assert len(pytest_lines) == 1 and pytest_lines[0].split("-m pytest", 1)[1].split() == ["tests"]
 
 
 def test_doctor_reports_every_component(capsys):

@@ -219,17 +219,34 @@ def test_explorer_redraws_on_a_change_and_only_then(segments):
     assert figure.value is drawn
 
 
-def test_widgets_build_headless(segments):
+def test_score_explorer_shows_the_state_of_the_weights_it_was_moved_to(segments):
     box = widgets.score_explorer(segments)
-    sliders = [c for row in box.children[:2] for c in row.children]
-    sliders[1].value = 7.0  # recency: triggers an update without a front end
+    controls = {c.description: c for row in box.children[:2] for c in row.children}
+    shown = lambda: html.unescape(box.children[2].value)  # noqa: E731  (the explorer's text widget)
+    weights = lambda: tuple(controls[f"{w} weight"].value for w in ("reuse", "recency", "size"))  # noqa: E731
+    capacity = controls["capacity (blocks)"].value
+    assert widgets.describe_state(widgets.explorer_state(weights(), capacity, segments=segments)) in shown()
+    controls["size weight"].value = 5.0  # triggers an update without a front end
+    want = widgets.explorer_state((weights()[0], weights()[1], 5.0), capacity, segments=segments)
+    assert widgets.describe_state(want) in shown() and "size=5;" in shown()
+    controls["re-score at eviction"].value = True
+    want = widgets.explorer_state(weights(), capacity, rescore=True, segments=segments)
+    assert widgets.describe_state(want) in shown()
+
+
+def test_heap_viewer_steps_headless():
     box = widgets.heap_viewer()
     prev_b, slider, next_b = box.children[0].children
     next_b.click()
     next_b.click()
-    assert slider.value == 2 and "touch #2" in box.children[1].value
+    steps = widgets.record_heap_steps()
+    assert slider.value == 2 and box.children[1].value == widgets.heap_view_html(steps, 2)
+    assert "touch #2" in box.children[1].value
     prev_b.click()
-    assert slider.value == 1
+    assert slider.value == 1 and box.children[1].value == widgets.heap_view_html(steps, 1)
+    prev_b.click()
+    prev_b.click()  # stops at the first step
+    assert slider.value == 0 and box.children[1].value == widgets.heap_view_html(steps, 0)
 
 
 # -- the heap viewer ------------------------------------------------------------------------------

@@ -6,7 +6,7 @@ import pytest
 
 from kvsched_lab.cli import main
 from kvsched_lab.replay import replay
-from kvsched_lab.traces import Request, save_trace
+from kvsched_lab.traces import Request, save_trace, sort_by_arrival
 from solutions import KVCacheSchedulerSim
 
 SHARED = Path(__file__).resolve().parents[2] / "shared" / "traces"
@@ -101,6 +101,106 @@ def test_cli_real_kv_replay_computes_only_the_misses(tmp_path, capsys):
     out = json.loads(capsys.readouterr().out)
     # Same hits as the trace-only replay (4 blocks of 4 tokens), computed tokens are the rest.
     assert out["protocol_hit_blocks"] == 4 and out["prefill_tokens_total"] == 11 * 4
-    assert out["prefill_tokens_computed"] == out["prefill_tokens_total"] - out["hit_tokens"] == 44 - 16
+    assert out["hit_tokens"] == 16 and out["prefill_tokens_computed"] == 44 - 16
     assert out["max_abs_logit_diff"] <= 1e-4 and out["device"] == "cpu"
-    assert out["blocks_in_use_max"] <= out["pool_blocks"]
+    # LRU, 3 blocks, by hand: cached at arrival + fresh blocks = r1 0+3, r3 3+1, r2 3+2, r4 3+1.
+    assert out["blocks_in_use_max"] == 5 and out["pool_blocks"] == 3 + 3
+
+
+def test_replay_result_names_the_scheduler_and_counts_block_hits():
+    # A library policy by name counts block hits too; a class, a factory or an instance do not.
+    res = replay(HAND_TRACE, "lru", 3)
+    assert (res.policy, res.capacity_blocks, res.prefix_hits, res.block_refs) == ("lru", 3, 4, 11)
+    # LRU by hand, every touch: r1 none; r3 block 1; r2 block 1; r4 blocks 1, 2 (3 was evicted).
+    assert res.block_hits == 4 and res.block_hit_rate == pytest.approx(4 / 11)
+    # Block 9 is cached but follows a miss: a block hit, not a prefix hit.
+    behind = replay([Request(0, 1024, 1, (8, 9)), Request(1, 1024, 1, (7, 9))], "lru", 10)
+    assert (behind.prefix_hits, behind.block_hits, behind.block_hit_rate) == (0, 1, 0.25)
+    row = res.to_dict()
+    assert row["policy"] == "lru" and row["block_hits"] == 4 and set(row) == {
+        "policy", "capacity_blocks", "requests", "block_refs", "prefix_hits", "prefix_hit_rate", "wall_seconds",
+        "block_hits", "block_hit_rate"}
+    assert replay(HAND_TRACE, KVCacheSchedulerSim, 3).policy == "KVCacheSchedulerSim"
+
+    def factory(capacity_bytes):
+        return KVCacheSchedulerSim(capacity_bytes)
+
+    by_factory = replay(HAND_TRACE, factory, 3)
+    assert by_factory.policy == "factory" and by_factory.prefix_hits == 4
+    by_instance = replay(HAND_TRACE, KVCacheSchedulerSim(3 * 7), 3, block_bytes=7)
+    assert by_instance.policy == "KVCacheSchedulerSim" and by_instance.prefix_hits == 4
+    assert by_instance.block_hits is None and by_instance.block_hit_rate is None
+
+
+def test_empty_trace_and_bad_capacities_in_full():
+    res = replay([], "lru", 3)
+    assert (res.requests, res.block_refs, res.prefix_hit_rate, res.block_hit_rate) == (0, 0, 0.0, 0.0)
+    for bad in (0, -1, True, 2.5):
+        with pytest.raises(ValueError) as info:
+            replay(HAND_TRACE, "lru", bad)
+        assert str(info.value) == f"capacity_blocks must be a positive int, got {bad!r}"
+    with pytest.raises(ValueError) as info:
+        replay(HAND_TRACE, KVCacheSchedulerSim(5), 3, block_bytes=2)
+    assert str(info.value) == ("scheduler has capacity_bytes=5, but the replay asks for 6 "
+                               "(capacity_blocks x block_bytes)")
+    used = KVCacheSchedulerSim(3)
+    used.touch(1, 1)
+    with pytest.raises(ValueError) as info:
+        replay(HAND_TRACE, used, 3)
+    assert str(info.value) == "pass a fresh scheduler: this one already holds entries"
+
+
+def test_long_replays_carry_state_across_chunks_and_show_progress(capsys):
+    from kvsched_lab.traces import synthetic_trace
+
+    trace = synthetic_trace(1200, seed=7)  # more than two chunks of 500 requests
+    quiet = replay(trace, KVCacheSchedulerSim, 200)
+    assert capsys.readouterr().err == ""
+    shown = replay(trace, KVCacheSchedulerSim, 200, progress=True)
+    err = capsys.readouterr().err
+    assert shown.prefix_hits == quiet.prefix_hits
+    assert "replay KVCacheSchedulerSim: " in err and "0/1200" in err  # the bar knows the total
+    assert "req/s" in err
+    # The same, one request at a time through the chapter's API (REFERENCE.md section 3).
+    sim, hits = KVCacheSchedulerSim(200), 0
+    for r in sorted(trace, key=lambda r: r.timestamp):
+        run = 0
+        while run < len(r.hash_ids) and r.hash_ids[run] in sim.entries:
+            run += 1
+        hits += run
+        for b in r.hash_ids:
+            sim.touch(b, 1)
+    assert quiet.prefix_hits == hits
+    replay(trace[:1000], KVCacheSchedulerSim, 200, progress=True)  # two chunks: a bar
+    assert "0/1000" in capsys.readouterr().err
+    replay(trace[:999], KVCacheSchedulerSim, 200, progress=True)  # shorter: no bar
+    assert capsys.readouterr().err == ""
+
+
+@pytest.mark.parametrize("name", ["gdsf", "s3fifo-prefix"])
+def test_policies_replay_through_their_own_request_aware_loop(name):
+    """Prompt-aware policies price a block by its place in the request: touching block by block
+    (the path for the chapter's schedulers) decides differently, so replay must use theirs."""
+    from kvsched_lab.policies import make_policy
+    from kvsched_lab.policies.base import generic_replay_requests
+    from kvsched_lab.traces import synthetic_trace
+
+    trace = synthetic_trace(600, seed=3)
+    ids = [r.hash_ids for r in sort_by_arrival(trace)]
+    own = sum(make_policy(name, 300).replay_requests(ids, 1))
+    assert replay(trace, name, 300).prefix_hits == own != sum(generic_replay_requests(make_policy(name, 300), ids, 1))
+
+
+def test_any_factory_or_instance_replays_and_the_time_is_measured():
+    import functools
+    import time
+    from types import SimpleNamespace
+
+    t0 = time.perf_counter()
+    res = replay(HAND_TRACE, functools.partial(KVCacheSchedulerSim), 3)  # a factory without a __name__
+    assert res.policy == "KVCacheSchedulerSim" and res.prefix_hits == 4
+    assert 0 <= res.wall_seconds <= time.perf_counter() - t0
+    # An instance without capacity_bytes is taken at its word.
+    inner = KVCacheSchedulerSim(3)
+    bare = SimpleNamespace(entries=inner.entries, touch=inner.touch)
+    assert replay(HAND_TRACE, bare, 3).prefix_hits == 4

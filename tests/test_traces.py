@@ -10,8 +10,8 @@ import pytest
 
 import kvsched_lab.traces as traces_module
 from kvsched_lab.traces import (MOONCAKE_TRACES, PACKAGED_TRACES_DIR, Request, TraceFormatError, download,
-                                load_named_trace, load_trace, resolve_trace, save_trace, sort_by_arrival,
-                                synthetic_trace)
+                                load_named_trace, load_trace, parse_request, resolve_trace, save_trace,
+                                sort_by_arrival, synthetic_trace)
 
 SHARED = Path(__file__).resolve().parents[2] / "shared" / "traces"
 
@@ -146,3 +146,151 @@ def test_kvsched_traces_env_wins_and_may_be_compressed(monkeypatch, tmp_path):
         f.write(GOOD + "\n{oops\n")
     with pytest.raises(TraceFormatError, match=r"bad\.jsonl\.xz:2: not valid JSON"):
         load_trace(tmp_path / "bad.jsonl.xz")
+
+
+@pytest.mark.parametrize("line, message", [
+    ("{not json", "not valid JSON (Expecting property name enclosed in double quotes at column 2)"),
+    ("[1, 2]", "expected a JSON object, got list"),
+    ('{"input_length": 600, "output_length": 3, "hash_ids": [7, 8]}', "missing field 'timestamp'"),
+    ('{"timestamp": -1, "input_length": 600, "output_length": 3, "hash_ids": [7, 8]}',
+     "field 'timestamp' must be a non-negative integer, got -1"),
+    ('{"timestamp": 0, "input_length": true, "output_length": 3, "hash_ids": [7, 8]}',
+     "field 'input_length' must be a non-negative integer, got True"),
+    ('{"timestamp": 0, "input_length": 600, "hash_ids": [7, 8]}', "missing field 'output_length'"),
+    ('{"timestamp": 0, "input_length": 600, "output_length": 3.5, "hash_ids": [7, 8]}',
+     "field 'output_length' must be a non-negative integer, got 3.5"),
+    ('{"timestamp": 0, "input_length": 600, "output_length": 3}', "missing field 'hash_ids'"),
+    ('{"timestamp": 0, "input_length": 600, "output_length": 3, "hash_ids": [7, true]}',
+     "field 'hash_ids' must be a list of integers"),
+    ('{"timestamp": 0, "input_length": 600, "output_length": 3, "hash_ids": "78"}',
+     "field 'hash_ids' must be a list of integers"),
+    ('{"timestamp": 0, "input_length": 1025, "output_length": 3, "hash_ids": [7, 8]}',
+     "field 'hash_ids' has 2 ids but input_length=1025 needs ceil(1025/512) = 3"),
+])
+def test_each_format_error_in_full(line, message):
+    with pytest.raises(TraceFormatError) as info:
+        parse_request(line, "t.jsonl:9")
+    assert str(info.value) == f"t.jsonl:9: {message}"
+
+
+def test_edge_lengths_and_block_sizes():
+    assert parse_request('{"timestamp": 0, "input_length": 0, "output_length": 0, "hash_ids": []}', "x") == \
+        Request(0, 0, 0, ())
+    line = '{"timestamp": 2, "input_length": 512, "output_length": 1, "hash_ids": [4]}'
+    assert parse_request(line, "x") == Request(2, 512, 1, (4,))  # exactly one full block
+    with pytest.raises(TraceFormatError, match=r"needs ceil\(512/256\) = 2"):
+        parse_request(line, "x", block_tokens=256)
+
+
+def test_synthetic_trace_follows_its_parameters():
+    n = 3000
+    trace = synthetic_trace(n, seed=1)
+    assert len(trace) == n and synthetic_trace(0) == []
+    with pytest.raises(ValueError, match="num_requests must be >= 0, got -1"):
+        synthetic_trace(-1)
+    gaps = [b.timestamp - a.timestamp for a, b in zip(trace, trace[1:])]
+    assert 0.9 * 200 < sum(gaps) / len(gaps) < 1.1 * 200  # exponential gaps, mean_gap_ms=200
+    assert all(r.timestamp == 0 for r in synthetic_trace(50, mean_gap_ms=0))
+    for r in trace:
+        tail = r.input_length - (len(r.hash_ids) - 1) * 512
+        assert 1 <= tail <= 512 and 1 <= r.output_length <= 800
+    # Ids are numbered in order of first use: the system prompts first, 2..12 blocks each.
+    firsts = {r.hash_ids[0] for r in trace}
+    starts = sorted(firsts)
+    assert len(starts) == 8 and starts[0] == 0
+    prompt_blocks = [b - a for a, b in zip(starts, starts[1:])]
+    assert all(2 <= k <= 12 for k in prompt_blocks)
+    # Zipf-like popularity: the first prompt is the most used, about 1/H(8) ~ 37% of requests.
+    share = sum(r.hash_ids[0] == 0 for r in trace) / n
+    assert 0.3 < share < 0.44
+    # Sessions (share 0.6) re-send the last turn of a live conversation; documents are 4..40 new blocks.
+    seen = set()
+    extends = 0
+    for r in trace:
+        extends += r.hash_ids[:-1] in seen or any(r.hash_ids[:k] in seen for k in range(len(r.hash_ids) - 4,
+                                                                                        len(r.hash_ids)))
+        seen.add(r.hash_ids)
+    assert 0.6 * 0.7 * 0.8 < extends / n < 0.6
+    assert max(len(r.hash_ids) for r in trace) >= 40
+
+
+def test_named_traces_are_found_before_any_download(tmp_path, monkeypatch):
+    from kvsched_lab import traces
+
+    monkeypatch.setenv("KVSCHED_TRACES", str(tmp_path / "mine"))
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
+    assert traces.cache_dir() == tmp_path / "cache" / "kvsched-lab" / "traces"
+    assert traces.trace_search_dirs()[0] == tmp_path / "mine"
+    assert traces.trace_search_dirs()[-1] == traces.cache_dir()
+    calls = []
+
+    def offline(url, dest, sha256, timeout_s=30.0):
+        calls.append((url, dest, sha256))
+        raise OSError("no network")
+
+    monkeypatch.setattr(traces, "download", offline)
+    monkeypatch.setattr(traces, "trace_search_dirs", lambda: [tmp_path / "mine", traces.cache_dir()])
+    with pytest.raises(FileNotFoundError) as info:
+        traces.resolve_trace("synthetic")
+    assert str(info.value) == ("could not find or download the Mooncake synthetic trace (no network). Offline? "
+                               "Use the generated look-alike instead: --trace synthetic")
+    rel, sha = traces.MOONCAKE_TRACES["synthetic"]
+    assert calls == [(f"https://raw.githubusercontent.com/kvcache-ai/Mooncake/{traces.MOONCAKE_COMMIT}/{rel}",
+                      traces.cache_dir() / "mooncake_synthetic_trace.jsonl", sha)]
+    with pytest.raises(FileNotFoundError) as info:
+        traces.resolve_trace("conversation", allow_download=False)
+    assert str(info.value) == (f"mooncake_conversation_trace.jsonl not found in "
+                               f"{[str(tmp_path / 'mine'), str(traces.cache_dir())]}")
+    with pytest.raises(ValueError, match=r"unknown Mooncake trace 'x'; choose one of \['conversation', 'synthetic'\]"):
+        traces.resolve_trace("x")
+    (tmp_path / "mine").mkdir()
+    _write(tmp_path / "mine", [GOOD]).rename(tmp_path / "mine" / "mooncake_synthetic_trace.jsonl")
+    assert traces.resolve_trace("synthetic") == tmp_path / "mine" / "mooncake_synthetic_trace.jsonl"
+    assert traces.load_named_trace("mooncake:synthetic") == [Request(0, 600, 3, (7, 8))]
+    assert traces.load_named_trace(str(tmp_path / "mine" / "mooncake_synthetic_trace.jsonl"))[0].hash_ids == (7, 8)
+    assert traces.load_named_trace("synthetic", seed=2, num_requests=30) == synthetic_trace(30, seed=2)
+    assert len(traces.load_named_trace("synthetic")) == 2000
+    assert len(calls) == 1  # found on disk: nothing downloaded
+
+
+def test_default_search_dirs_without_the_environment(monkeypatch, tmp_path):
+    from kvsched_lab import traces
+
+    monkeypatch.delenv("KVSCHED_TRACES", raising=False)
+    monkeypatch.delenv("XDG_CACHE_HOME", raising=False)
+    monkeypatch.setenv("HOME", str(tmp_path))
+    repo = Path(traces.__file__).resolve().parent.parent
+    assert traces.trace_search_dirs() == [repo.parent / "shared" / "traces",
+                                          tmp_path / ".cache" / "kvsched-lab" / "traces"]
+
+
+def test_synthetic_trace_defaults_are_the_documented_ones():
+    assert synthetic_trace(60) == synthetic_trace(
+        60, seed=0, num_system_prompts=8, system_prompt_blocks=(2, 12), session_share=0.6, turn_blocks=(1, 4),
+        document_blocks=(4, 40), mean_gap_ms=200)
+    assert len(synthetic_trace()) == 2000
+    from kvsched_lab.traces import load_named_trace
+
+    assert load_named_trace("synthetic", num_requests=30) == synthetic_trace(30, seed=0)
+    # Every last-block length and every output length can occur, ends included.
+    trace = synthetic_trace(6000, seed=1)
+    tails = [r.input_length - (len(r.hash_ids) - 1) * 512 for r in trace]
+    assert (min(tails), max(tails)) == (1, 512)
+    assert (min(r.output_length for r in trace), max(r.output_length for r in trace)) == (1, 800)
+    # A 1 ms mean gap still moves the clock (only 0 means "all at once").
+    assert synthetic_trace(50, mean_gap_ms=1)[-1].timestamp > 0
+
+
+def test_load_trace_checks_the_block_size_it_is_given(tmp_path):
+    p = _write(tmp_path, [json.dumps({"timestamp": 0, "input_length": 600, "output_length": 3, "hash_ids": [1, 2, 3]})])
+    assert load_trace(p, block_tokens=256)[0].hash_ids == (1, 2, 3)
+    with pytest.raises(TraceFormatError, match=r"t.jsonl:1: .*needs ceil\(600/512\) = 2"):
+        load_trace(p)
+
+
+def test_download_creates_missing_folders(tmp_path):
+    src = tmp_path / "src.jsonl"
+    src.write_text(GOOD + "\n")
+    dest = tmp_path / "a" / "b" / "x.jsonl"
+    assert download(src.as_uri(), dest, hashlib.sha256(src.read_bytes()).hexdigest()) == dest
+    assert sorted(p.name for p in dest.parent.iterdir()) == ["x.jsonl"]  # no temporary file left

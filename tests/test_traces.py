@@ -260,7 +260,7 @@ def test_default_search_dirs_without_the_environment(monkeypatch, tmp_path):
     monkeypatch.delenv("XDG_CACHE_HOME", raising=False)
     monkeypatch.setenv("HOME", str(tmp_path))
     repo = Path(traces.__file__).resolve().parent.parent
-    assert traces.trace_search_dirs() == [repo.parent / "shared" / "traces",
+    assert traces.trace_search_dirs() == [traces.PACKAGED_TRACES_DIR, repo.parent / "shared" / "traces",
                                           tmp_path / ".cache" / "kvsched-lab" / "traces"]
 
 

@@ -34,9 +34,7 @@ POLICY_TESTS = ["tests/test_policies.py", "tests/test_policy_snapshots.py"]
 # mutant, those of them that reach the mutated function). Ordered by priority: a partial run
 # still scores the first ones.
 MODULES: Dict[str, List[str]] = {
-    # Without the one timed test: on a loaded machine it could fail by chance and "kill" a mutant.
-    "kvsched_lab/block_pool.py": ["tests/test_block_pool.py", "tests/test_model.py",
-                                  "--deselect=tests/test_block_pool.py::test_allocate_and_free_cost_does_not_grow_with_pool_size"],
+    "kvsched_lab/block_pool.py": ["tests/test_block_pool.py", "tests/test_model.py"],
     "kvsched_lab/engine.py": ["tests/test_engine.py"],
     "kvsched_lab/replay.py": ["tests/test_replay.py"],
     "kvsched_lab/traces.py": ["tests/test_traces.py", "tests/test_replay.py"],

@@ -46,7 +46,7 @@ system-deps:
 	fc-list 2>/dev/null | grep -qi "Noto Sans CJK" || need="$$need fonts-noto-cjk"; \
 	[ -z "$$need" ] || { [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1 && \
 	  apt-get update -qq >/dev/null 2>&1 && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $$need \
-	  >/dev/null 2>&1; } || echo "note: not installed:$$need (no grading-sandbox tests; English plot labels)"
+	  >/dev/null 2>&1; } || echo "note: not installed:$$need (grading without a sandbox only; English plot labels)"
 
 test: setup system-deps
 	$(BIN)/python -m pytest tests

@@ -8,7 +8,7 @@ PORT   ?= 8888
 # Containers and Colab-like sandboxes run as root, which JupyterLab refuses unless told.
 ROOT_FLAG := $(if $(filter 0,$(shell id -u)),--allow-root,)
 
-.PHONY: lab test setup system-deps i18n clean mutation
+.PHONY: lab test setup system-deps i18n clean
 
 # The stamp depends on pyproject.toml so an edited dependency list re-runs the install.
 $(VENV)/.ready: pyproject.toml
@@ -46,19 +46,10 @@ system-deps:
 	fc-list 2>/dev/null | grep -qi "Noto Sans CJK" || need="$$need fonts-noto-cjk"; \
 	[ -z "$$need" ] || { [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1 && \
 	  apt-get update -qq >/dev/null 2>&1 && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $$need \
-	  >/dev/null 2>&1; } || echo "note: not installed:$$need (grading sandbox unchecked; English plot labels)"
+	  >/dev/null 2>&1; } || echo "note: not installed:$$need (grading without a sandbox only; English plot labels)"
 
 test: setup system-deps
 	$(BIN)/python -m pytest tests
-
-# Mutation testing, slow and not part of `make test` (docs/testing.md). MODULE=kvsched_lab/engine.py
-# (or several, space-separated) runs only those; ARGS="--max-children 2" etc. go to tools/mutation.py.
-MUTMUT_SPEC ?= mutmut==3.8.1
-MODULE ?=
-mutation: setup
-	@$(BIN)/python -m pip show mutmut 2>/dev/null | grep -qx "Version: $(subst mutmut==,,$(MUTMUT_SPEC))" \
-	  || $(BIN)/python -m pip install -q "$(MUTMUT_SPEC)"
-	nice -n 15 $(BIN)/python tools/mutation.py $(ARGS) $(MODULE)
 
 clean:
 	rm -rf $(VENV) .pytest_cache .hypothesis

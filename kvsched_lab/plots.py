@@ -21,7 +21,8 @@ from matplotlib.ticker import ScalarFormatter, SymmetricalLogLocator
 
 from kvsched_lab.events import EVICT, iter_events
 from kvsched_lab.i18n.fonts import font_rc, plot_language
-from kvsched_lab.i18n.messages import translate
+from kvsched_lab.i18n.language import get_language
+from kvsched_lab.i18n.messages import N_, translate
 
 # (marker, linestyle) per series, in order; colours come from the default cycle on top.
 STYLES: Tuple[Tuple[str, Any], ...] = (
@@ -144,7 +145,9 @@ def record_heap_growth(id_lists: Sequence[Sequence[Hashable]], capacity_blocks: 
     specs = dict(policies) if isinstance(policies, Mapping) else {name: name for name in policies}
     skipped = [label for label, spec in specs.items() if isinstance(spec, str) and spec in WITHHELD]
     if skipped:
-        print(f"skipped {', '.join(skipped)}: withheld in the student release (the chapter's answers)")
+        # A printed line, not a figure's text: the learner's language, whatever font is installed.
+        print(translate(get_language(), N_("skipped {names}: withheld in the student release (the chapter's answers)"),
+                        names=", ".join(skipped)))
     flat = [k for ids in id_lists for k in ids]
     every = max(1, len(flat) // samples)
     out: Dict[str, Dict[str, List[int]]] = {}

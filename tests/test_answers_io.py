@@ -12,6 +12,7 @@ import pytest
 import kvsched_lab.course as lab
 from kvsched_lab.course import answers_io
 from kvsched_lab.course.answers import saved_records
+from kvsched_lab.i18n import LANG_ENV
 
 RIGHT = ("def _score(self, hits, size, last_used):\n"
          "    recency = 1.0 / (1.0 + max(self.time - last_used, 0))\n"
@@ -154,3 +155,17 @@ def test_drive_outside_colab_is_refused_with_a_reason(answers, capsys):
         lab.use_drive()
     lab.report_setup(None, answers_on_drive=True)
     assert "applies on Colab only" in capsys.readouterr().out
+
+
+def test_answer_messages_speak_the_learners_language(answers, monkeypatch, capsys):
+    # Outcomes and refusals in Chinese under KVSCHED_LANG=zh; the statuses inside stay English.
+    monkeypatch.setenv(LANG_ENV, "zh")
+    save(RIGHT)
+    path = lab.download_answers()
+    assert "lab.upload_answers()" in capsys.readouterr().out
+    (answers / "score.json").unlink()
+    assert answers_io.restore_answers(path.read_bytes()) == {"score": "已恢复（passed）"}
+    with pytest.raises(ValueError, match="mine.json 不是 kvsched 答案文件（不是 JSON）"):
+        answers_io.restore_answers(b"\xff\xfe not text", "mine.json")
+    answers_io.announce_answers_home(False)
+    assert "答案保存在" in capsys.readouterr().out

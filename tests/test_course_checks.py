@@ -21,6 +21,7 @@ from kvsched_lab.i18n import LANG_ENV
 from kvsched_lab.i18n.messages import catalogue
 from kvsched_lab.scheduler import ALL_TODO_METHODS, TODO_METHODS, SchedulerSkeleton
 from kvsched_lab.todos import load_method, reference_sources
+from i18n_helpers import assert_same_message_in_chinese
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -51,24 +52,6 @@ def lang(request, monkeypatch):
     """Run the test in English and in Chinese (the learner's KVSCHED_LANG)."""
     monkeypatch.setenv(LANG_ENV, request.param)
     return request.param
-
-
-def _template_regex(template):
-    """`template` as a regex: its literal text exactly, each field as any text."""
-    import string
-
-    parts = [re.escape(lit) + ("(.*?)" if field is not None else "")
-             for lit, field, _, _ in string.Formatter().parse(template)]
-    return re.compile("".join(parts), re.S)
-
-
-def assert_same_message_in_chinese(english, chinese):
-    """`chinese` is the zh catalogue's translation of the template that produced `english`."""
-    zh = catalogue("zh")
-    outer = [t for t in zh if _template_regex(t).fullmatch(english)]
-    assert outer, f"no catalogue template renders {english!r}"
-    assert any(_template_regex(zh[t]).fullmatch(chinese) for t in outer), (english, chinese)
-    assert re.search(r"[\u4e00-\u9fff]", chinese), chinese
 
 
 # --------------------------------------------------------------------------- grading

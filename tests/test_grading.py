@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import csv
 import json
+import re
 import shutil
 import subprocess
 import sys
@@ -353,6 +354,11 @@ def _course(tmp_path: Path) -> Path:
     nb["cells"][1]["execution_count"] = 3
     nb["cells"][1]["metadata"]["scrolled"] = True
     write_notebook(nb, nbs / "02_score.ipynb")
+    (nbs / "zh").mkdir()
+    for path in sorted(nbs.glob("*.ipynb")):  # its Chinese edition: the same cells, one string translated
+        zh = read_notebook(path)
+        zh["cells"][1]["source"] = "".join(zh["cells"][1]["source"]).replace("print('setup')", "print('初始化')")
+        write_notebook(zh, nbs / "zh" / path.name)
     return nbs
 
 
@@ -383,6 +389,14 @@ def test_release_builds_a_bundle_that_verifies_itself(release):
                if c["cell_type"] == "code")
     assert tagged_cells(nb, "todo") == {"score": [2]}, "tags survive the cleaning"
     assert "".join(nb["cells"][1]["source"]).startswith(f'REPO_URL = "{BUNDLE_URL}"\n'), "setup installs the bundle"
+    # The Chinese edition ships too, cleaned and installing from the bundle (and nbval ran it: code 0).
+    assert sorted(p.name for p in (out / "notebooks" / "zh").glob("*.ipynb")) == \
+        sorted(p.name for p in (out / "notebooks").glob("*.ipynb"))
+    zh = read_notebook(out / "notebooks" / "zh" / "02_score.ipynb")
+    assert all(c.get("outputs", []) == [] and c.get("execution_count") is None for c in zh["cells"]
+               if c["cell_type"] == "code")
+    setup = "".join(zh["cells"][1]["source"])
+    assert setup.startswith(f'REPO_URL = "{BUNDLE_URL}"\n') and "初始化" in setup and tagged_cells(zh, "todo") == {"score": [2]}
     assert 'include = ["kvsched_lab*"]' in (out / "pyproject.toml").read_text()
     assert release_main([str(out), "--repo-url", BUNDLE_URL, "--notebooks", str(_course(base / "again"))]) == 2, \
         "no silent overwrite"
@@ -503,9 +517,49 @@ def test_release_checks_catch_leaks_dirt_and_failing_cells(tmp_path):
         p.unlink()
     write_notebook(v.notebook([("x = 1", []), ("raise RuntimeError('broken demo')", []),
                                ("assert False", ["check:score"])]), bundle / "notebooks" / "01.ipynb")
+    for p in (bundle / "notebooks" / "zh").glob("*.ipynb"):
+        p.unlink()
+    write_notebook(v.notebook([("x = 1", []), ("raise RuntimeError('broken demo')", []),
+                               ("assert False", ["check:score"])]), bundle / "notebooks" / "01.ipynb")
     problems, warnings = nbval_only_checks_fail(bundle, cell_timeout=60)
     assert len(problems) == 1 and "code cell 2 fails with the stubs" in problems[0], problems
     assert warnings == []
+
+
+def test_release_ships_a_complete_and_current_chinese_edition(tmp_path):
+    from kvsched_lab.grading.release import build_release, incomplete_zh_edition, release_main, stale_zh_edition
+
+    bundle = build_release(tmp_path / "bundle", _course(tmp_path), BUNDLE_URL)
+    assert incomplete_zh_edition(bundle) == []
+    zh = bundle / "notebooks" / "zh"
+    (zh / "02_score.ipynb").unlink()
+    problems = incomplete_zh_edition(bundle)
+    assert problems[0] == "notebooks/zh/02_score.ipynb is missing (the Chinese edition)", problems
+    first = sorted(zh.glob("*.ipynb"))[0]
+    nb = read_notebook(first)
+    nb["cells"][-1]["metadata"]["tags"] = []  # a check cell that lost its tag in the Chinese edition
+    write_notebook(nb, first)
+    assert f"notebooks/zh/{first.name} does not have the English notebook's cells, ids and tags" in \
+        incomplete_zh_edition(bundle)
+    # The repository's notebooks/zh is what `kvsched i18n build` writes now; an English edit makes it stale.
+    assert stale_zh_edition(ROOT / "notebooks") == []
+    course = tmp_path / "repo"
+    shutil.copytree(ROOT / "notebooks", course / "notebooks")
+    shutil.copytree(ROOT / "i18n", course / "i18n")
+    path = course / "notebooks" / "08_pinning_free_queue_radix_preemption.ipynb"
+    nb = read_notebook(path)
+    nb["cells"][3]["source"] = "".join(nb["cells"][3]["source"]) + "\n\nOne more English sentence."
+    write_notebook(nb, path)
+    assert stale_zh_edition(course / "notebooks") == [
+        f"zh/{path.name}: untranslated cells {nb['cells'][3]['id']}: stale"], "a changed cell is untranslated"
+    hand_edited = course / "notebooks" / "zh" / "00_setup_and_tour.ipynb"
+    hand_edited.write_text(hand_edited.read_text(encoding="utf-8").replace("初始化", "设置"), encoding="utf-8")
+    assert "zh/00_setup_and_tour.ipynb is not the fresh build" in stale_zh_edition(course / "notebooks")
+    with pytest.raises(ValueError, match="not what `kvsched i18n build` writes now"):
+        build_release(tmp_path / "refused", course / "notebooks", BUNDLE_URL)
+    assert not (tmp_path / "refused").exists(), "nothing is written"
+    assert release_main([str(tmp_path / "refused"), "--repo-url", BUNDLE_URL, "--notebooks",
+                         str(course / "notebooks")]) == 2 and not (tmp_path / "refused").exists()
 
 
 # --------------------------------------------------------------------------- partial credit
@@ -619,3 +673,37 @@ def test_the_sandbox_library_holds_no_reference_and_no_grader(tmp_path):
     assert find_leaks(lib, forbidden_lines()) == []
     assert sorted(p.name for p in (lib / "kvsched_lab" / "grading").iterdir()) == sorted(SANDBOX_SIDE)
     assert not any((lib / rel).exists() for rel in WITHHELD_FILES) and not (lib / "solutions").exists()
+
+
+def test_feedback_language_changes_the_feedback_only(tmp_path):
+    """`kvsched grade --lang zh`: the same submissions give byte-identical grades.csv, Chinese feedback."""
+    (tmp_path / "class").mkdir()
+    _py(tmp_path / "class", "ref.py", {})
+    _py(tmp_path / "class", "wrong.py", {"score": v.WRONG["score"][0].source})
+    (tmp_path / "class" / "stub.py").write_text(v.py_submission({t: v.stub(t) for t in TODOS}))
+    (tmp_path / "class" / "renamed.py").write_text(v.py_submission({}).replace("class KVCacheSchedulerSim", "class KVSim"))
+    feedback = {}
+    for lang in ("en", "zh"):
+        out = tmp_path / lang
+        assert grade_main([str(tmp_path / "class"), "--out", str(out), "--jobs", "2", "--timeout", "5",
+                           "--lang", lang, *SANDBOX_ARGS]) == 0
+        feedback[lang] = {p.name: p.read_text(encoding="utf-8") for p in (out / "feedback").iterdir()}
+    assert (tmp_path / "en" / "grades.csv").read_bytes() == (tmp_path / "zh" / "grades.csv").read_bytes()
+    rows = {Path(r["submission"]).name: r for r in csv.DictReader(open(tmp_path / "zh" / "grades.csv"))}
+    assert rows["wrong.py"]["score"] != "20" and rows["ref.py"]["total"] == "100"  # a real mix of outcomes
+    assert set(feedback["en"]) == set(feedback["zh"]) and len(feedback["en"]) == 4
+    cjk = re.compile(r"[\u4e00-\u9fff]")
+    for name, en in feedback["en"].items():
+        zh = feedback["zh"][name]
+        assert not cjk.search(en) and cjk.search(zh) and zh != en, name
+        # Statuses and points are the grades.csv words in both languages.
+        heads = [[line for line in text.splitlines() if line.startswith("## ")] for text in (en, zh)]
+        assert heads[0][:len(TODOS)] == heads[1][:len(TODOS)], name
+    wrong = next(t for n, t in feedback["zh"].items() if n.endswith("wrong.py.md"))
+    assert "总分：" in wrong and "未通过的用例族：" in wrong and "与参考实现的第一处差异" in wrong
+    assert "全部" in next(t for n, t in feedback["zh"].items() if n.endswith("ref.py.md"))
+    assert "文件中没有定义类 KVCacheSchedulerSim（它定义的是 KVSim）" in next(
+        t for n, t in feedback["zh"].items() if n.endswith("renamed.py.md"))
+    assert "占位实现" in next(t for n, t in feedback["zh"].items() if n.endswith("stub.py.md"))
+    with pytest.raises(SystemExit):
+        grade_main([str(tmp_path / "class"), "--out", str(tmp_path / "fr"), "--lang", "fr"])

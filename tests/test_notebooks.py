@@ -8,7 +8,8 @@ run side by side:
   reference of `solutions.practice`): every cell passes (both editions);
 - **stub**: the notebooks as shipped: exactly the check cells fail (``validate --invert``), practice
   checks included, nothing else, with the "not attempted" message in the notebook's language (the
-  zh setup cell selects it). Of the zh edition only the notebooks with TODOs run here: the others
+  zh setup cell selects it). Of the zh edition only the notebooks with TODOs (graded or practice)
+  run here: the others
   hold the English code cell for cell (tests/test_i18n_edition.py), which this run already executes
   as shipped;
 - then, in the stub run, copies with the chapter's answer line pasted into ONE TODO stub:
@@ -42,7 +43,14 @@ from kvsched_lab.todos import (
 ROOT = Path(__file__).resolve().parents[1]
 NOTEBOOKS = sorted((ROOT / "notebooks").glob("*.ipynb"))
 ZH_NOTEBOOKS = sorted((ROOT / "notebooks" / "zh").glob("*.ipynb"))
-TODO_NOTEBOOKS = [p for p in NOTEBOOKS if tagged_cells(read_notebook(p), "todo")]
+
+
+def has_todos(nb) -> bool:
+    """A notebook with a TODO cell: graded (``todo:*``) or practice (``practice:*``, notebook 08)."""
+    return bool(tagged_cells(nb, "todo") or tagged_cells(nb, "practice"))
+
+
+EXERCISE_NOTEBOOKS = [p for p in NOTEBOOKS if has_todos(read_notebook(p))]
 ZH_PREFIX = "zh__"  # a zh notebook's name in the nbval folders
 # What an untouched check cell says, per edition (kvsched_lab/i18n/zh_CN.po has the Chinese).
 NOT_ATTEMPTED = {"en": "not attempted", "zh": "尚未作答"}
@@ -151,7 +159,7 @@ def runs(tmp_path_factory):
     base = tmp_path_factory.mktemp("nbval")
     nbs = {p.name: read_notebook(p) for p in NOTEBOOKS}
     zh = {ZH_PREFIX + p.name: read_notebook(p) for p in ZH_NOTEBOOKS}
-    zh_with_todos = {name: nb for name, nb in zh.items() if tagged_cells(nb, "todo")}
+    zh_with_todos = {name: nb for name, nb in zh.items() if has_todos(nb)}
     refs, practice = reference_sources(optional=True), practice_reference_sources()
     filled = {name: fill_todos(fill_todos(nb, refs), practice, kind="practice")
               for name, nb in {**nbs, **zh}.items()}
@@ -214,8 +222,8 @@ def test_stub_notebooks_fail_exactly_their_check_cells(runs, lang):
     if lang == "en":
         paths = {p.name: p for p in NOTEBOOKS}
     else:  # the zh notebooks with TODOs (see the module docstring)
-        paths = {ZH_PREFIX + p.name: p for p in ZH_NOTEBOOKS if tagged_cells(read_notebook(p), "todo")}
-    assert len(paths) == (len(NOTEBOOKS) if lang == "en" else len(TODO_NOTEBOOKS))
+        paths = {ZH_PREFIX + p.name: p for p in ZH_NOTEBOOKS if has_todos(read_notebook(p))}
+    assert len(paths) == (len(NOTEBOOKS) if lang == "en" else len(EXERCISE_NOTEBOOKS))
     for name, path in paths.items():
         checks = _check_cell_indices(read_notebook(path))
         practice = _check_cell_indices(read_notebook(path), "practice-check")

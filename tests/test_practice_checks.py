@@ -8,7 +8,23 @@ import pytest
 
 from kvsched_lab.course.checks import CheckFailed, NotAttempted
 from kvsched_lab.course.practice import PRACTICE_FUNCTIONS, check_practice
+from kvsched_lab.i18n import LANG_ENV
 from kvsched_lab.todos import load_practice, practice_reference_sources
+from i18n_helpers import assert_same_message_in_chinese
+
+
+@pytest.fixture(params=["en", "zh"])
+def lang(request, monkeypatch):
+    """Run the test in English and in Chinese (the learner's KVSCHED_LANG)."""
+    monkeypatch.setenv(LANG_ENV, request.param)
+    return request.param
+
+
+def failure(name, fn):
+    """The `CheckFailed` that `check_practice(name, fn)` raises (the test fails if it passes)."""
+    with pytest.raises(CheckFailed) as info:
+        check_practice(name, fn)
+    return info.value
 
 
 def stub(*args):
@@ -106,27 +122,35 @@ LEAF_WRONG = {
 @pytest.mark.parametrize("name, fn", [("free_order", free_slice), ("free_order", free_deque),
                                       ("free_order", free_insert), ("leaf_victim", leaf_heap),
                                       ("leaf_victim", leaf_sorted)])
-def test_right_but_different_answers_pass(name, fn, capsys):
+def test_right_but_different_answers_pass(name, fn, lang, capsys):
     check_practice(name, fn)
-    assert "passed" in capsys.readouterr().out
+    assert ("passed" if lang == "en" else "通过") in capsys.readouterr().out
 
 
 @pytest.mark.parametrize("name, fn, message", [("free_order", *v) for v in FREE_WRONG.values()]
                          + [("leaf_victim", *v) for v in LEAF_WRONG.values()],
                          ids=[*FREE_WRONG, *LEAF_WRONG])
-def test_wrong_answers_fail_with_a_message_that_names_the_problem(name, fn, message):
-    with pytest.raises(CheckFailed) as info:
-        check_practice(name, fn)
-    assert message in str(info.value) and not isinstance(info.value, NotAttempted)
+def test_wrong_answers_fail_with_a_message_that_names_the_problem(name, fn, message, lang, monkeypatch):
+    error = failure(name, fn)
+    assert not isinstance(error, NotAttempted)
+    if lang == "en":
+        assert message in str(error) and str(error).startswith(f"❌ {name}: failed: ")
+    else:  # the same message, from the same templates, in Chinese
+        monkeypatch.setenv(LANG_ENV, "en")
+        english = str(failure(name, fn))
+        assert message in english and english != str(error)
+        assert str(error).startswith(f"❌ {name}：未通过：")
+        assert_same_message_in_chinese(english, str(error))
 
 
 @pytest.mark.parametrize("name", sorted(PRACTICE_FUNCTIONS))
-def test_the_stub_is_not_attempted_and_the_reference_passes(name, capsys):
-    with pytest.raises(NotAttempted, match="not attempted"):
+def test_the_stub_is_not_attempted_and_the_reference_passes(name, lang, capsys):
+    en = lang == "en"
+    with pytest.raises(NotAttempted, match="not attempted" if en else "尚未作答"):
         check_practice(name, stub)
     check_practice(name, load_practice(name, practice_reference_sources()[name]))
-    assert "passed" in capsys.readouterr().out
-    with pytest.raises(CheckFailed, match="pass the function itself"):
+    assert ("passed" if en else "通过") in capsys.readouterr().out
+    with pytest.raises(CheckFailed, match="pass the function itself" if en else "请传入函数本身"):
         check_practice(name, 3)
-    with pytest.raises(ValueError, match="unknown practice"):
+    with pytest.raises(ValueError, match="unknown practice" if en else "没有名为 'nope' 的练习"):
         check_practice("nope", stub)

@@ -24,6 +24,7 @@ from typing import Any, Dict, List, Optional, Tuple
 from kvsched_lab.course.answers import (ANSWERS_ENV, answers_dir, record_function, saved_records,
                                         write_record)
 from kvsched_lab.course.checks import TODO_NAMES, grade
+from kvsched_lab.i18n import _
 
 DRIVE_MOUNTPOINT = "/content/drive"  # where Colab mounts Google Drive
 DRIVE_ANSWERS = Path("MyDrive") / "kvsched_answers"  # the answers folder, under the mountpoint
@@ -41,8 +42,8 @@ def use_drive(mountpoint: Optional[str] = None) -> Path:
 
     `mountpoint` defaults to `DRIVE_MOUNTPOINT`, read at each call."""
     if not on_colab():
-        raise RuntimeError("Google Drive can only be mounted from Colab; elsewhere answers stay in "
-                           f"{answers_dir()} (or set ${ANSWERS_ENV})")
+        raise RuntimeError(_("Google Drive can only be mounted from Colab; elsewhere answers stay in "
+                             "{folder} (or set ${env})", folder=answers_dir(), env=ANSWERS_ENV))
     from google.colab import drive
 
     mountpoint = mountpoint or DRIVE_MOUNTPOINT
@@ -61,19 +62,20 @@ def use_drive(mountpoint: Optional[str] = None) -> Path:
 def announce_answers_home(use_drive_now: bool) -> None:
     """One line: where answers are kept; with `use_drive_now` on Colab, move them to Drive first."""
     if use_drive_now and on_colab():
-        print(f"answers kept on your Google Drive: {use_drive()}")
+        print(_("answers kept on your Google Drive: {folder}", folder=use_drive()))
     elif use_drive_now:
-        print(f"ANSWERS_ON_DRIVE applies on Colab only; answers are saved in {answers_dir()}")
+        print(_("ANSWERS_ON_DRIVE applies on Colab only; answers are saved in {folder}", folder=answers_dir()))
     else:
-        print(f"answers are saved in {answers_dir()}, which goes when this Colab machine does: set "
-              "ANSWERS_ON_DRIVE = True above, or use lab.download_answers() now and lab.upload_answers() later")
+        print(_("answers are saved in {folder}, which goes when this Colab machine does: set "
+                "ANSWERS_ON_DRIVE = True above, or use lab.download_answers() now and lab.upload_answers() later",
+                folder=answers_dir()))
 
 
 def export_answers(path: Optional[Path] = None) -> Path:
     """Write every saved answer into one JSON file (default ``./kvsched_answers.json``); its path."""
     records = saved_records()
     if not records:
-        raise FileNotFoundError(f"no saved answers in {answers_dir()}: run a TODO's check cell first")
+        raise FileNotFoundError(_("no saved answers in {folder}: run a TODO's check cell first", folder=answers_dir()))
     path = Path(path) if path is not None else Path.cwd() / BUNDLE_NAME
     bundle = {"format": BUNDLE_FORMAT, "answers": records}
     path.write_text(json.dumps(bundle, indent=1, ensure_ascii=False) + "\n", encoding="utf-8")
@@ -87,7 +89,8 @@ def download_answers(path: Optional[Path] = None) -> Path:
         from google.colab import files
 
         files.download(str(path))
-    print(f"{len(saved_records())} answers saved in {path}; in a later notebook, lab.upload_answers() restores them")
+    print(_("{count} answers saved in {path}; in a later notebook, lab.upload_answers() restores them",
+            count=len(saved_records()), path=path))
     return path
 
 
@@ -95,17 +98,19 @@ def _parse_bundle(data: bytes, name: str) -> Dict[str, dict]:
     try:
         bundle = json.loads(bytes(data).decode("utf-8"))
     except (UnicodeDecodeError, ValueError):
-        raise ValueError(f"{name} is not a kvsched answers file (not JSON): use the file lab.download_answers() "
-                         "wrote") from None
+        raise ValueError(_("{name} is not a kvsched answers file (not JSON): use the file lab.download_answers() "
+                           "wrote", name=name)) from None
     if not isinstance(bundle, dict) or bundle.get("format") != BUNDLE_FORMAT \
             or not isinstance(bundle.get("answers"), dict):
-        raise ValueError(f"{name} is not a kvsched answers file: use the file lab.download_answers() wrote")
+        raise ValueError(_("{name} is not a kvsched answers file: use the file lab.download_answers() wrote",
+                           name=name))
     records = bundle["answers"]
     for todo, record in records.items():
         if todo not in TODO_NAMES:
-            raise ValueError(f"{name}: unknown TODO {todo!r}; the five are {', '.join(TODO_NAMES)}")
+            raise ValueError(_("{name}: unknown TODO {todo!r}; the five are {todos}", name=name, todo=todo,
+                               todos=", ".join(TODO_NAMES)))
         if not isinstance(record, dict) or not isinstance(record.get("source"), str):
-            raise ValueError(f"{name}: the answer for {todo!r} has no source")
+            raise ValueError(_("{name}: the answer for {todo!r} has no source", name=name, todo=todo))
     return records
 
 
@@ -125,10 +130,10 @@ def restore_answers(data: bytes, name: str = BUNDLE_NAME) -> Dict[str, str]:
         uploaded = grade(todo, fn).status if fn is not None else "broken"
         here_fn = record_function(todo, local[todo]) if todo in local else None
         if here_fn is not None and grade(todo, here_fn).passed and uploaded != "passed":
-            outcome[todo] = f"kept the passing answer saved here (uploaded one: {uploaded})"
+            outcome[todo] = _("kept the passing answer saved here (uploaded one: {status})", status=uploaded)
             continue
         plan.append((todo, dict(record, status=uploaded)))
-        outcome[todo] = f"restored ({uploaded})"
+        outcome[todo] = _("restored ({status})", status=uploaded)
     for todo, record in plan:
         write_record(todo, record)
     return outcome
@@ -149,7 +154,7 @@ def upload_answers():
     """A file picker for a `download_answers` file; choosing one restores the answers in it."""
     import ipywidgets as w
 
-    picker = w.FileUpload(accept=".json", multiple=False, description="answers file")
+    picker = w.FileUpload(accept=".json", multiple=False, description=_("answers file"))
     out = w.Output()
 
     def restore(_change=None) -> None:
@@ -165,7 +170,7 @@ def upload_answers():
                     print(f"❌ {e}")
                     continue
                 print(f"✅ {name}: " + "; ".join(f"{todo} {what}" for todo, what in outcome.items()))
-                print(f"answers folder: {answers_dir()}; lab.status() lists them")
+                print(_("answers folder: {folder}; lab.status() lists them", folder=answers_dir()))
 
     picker.observe(restore, names="value")
-    return w.VBox([w.Label("Choose the kvsched_answers.json that lab.download_answers() gave you:"), picker, out])
+    return w.VBox([w.Label(_("Choose the kvsched_answers.json that lab.download_answers() gave you:")), picker, out])

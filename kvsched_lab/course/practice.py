@@ -15,6 +15,7 @@ import copy
 from typing import Any, Callable, Dict, Hashable, List, Optional, Set, Tuple
 
 from kvsched_lab.course.checks import CheckFailed, NotAttempted
+from kvsched_lab.i18n import _
 from kvsched_lab.todos import PRACTICE_FUNCTIONS
 
 
@@ -27,7 +28,7 @@ def _call(fn: Callable, *args: Any) -> Any:
     copies = copy.deepcopy(args)
     out = fn(*copies)
     if copies != args:
-        raise _Wrong("the function changed its inputs; build and return a new result instead")
+        raise _Wrong(_("the function changed its inputs; build and return a new result instead"))
     return out
 
 
@@ -46,23 +47,23 @@ def _check_free_order(fn: Callable) -> int:
     for before, blocks in _FREE_CASES:
         out = _call(fn, before, blocks)
         if out is None:
-            raise _Wrong("return the new free queue (a list, front first)")
+            raise _Wrong(_("return the new free queue (a list, front first)"))
         try:
             got = list(out)
         except TypeError:
-            raise _Wrong(f"return a list of blocks, front first, not {type(out).__name__}") from None
+            raise _Wrong(_("return a list of blocks, front first, not {type_name}", type_name=type(out).__name__)) from None
         if sorted(map(str, got)) != sorted(map(str, before + blocks)):
-            raise _Wrong("the queue after the request must hold the blocks that were free plus the request's "
-                         "blocks, each exactly once")
+            raise _Wrong(_("the queue after the request must hold the blocks that were free plus the request's "
+                         "blocks, each exactly once"))
         if got[:len(before)] != before:
-            raise _Wrong("blocks that were already free keep their places at the front: the request's "
-                         "blocks join at the back")
+            raise _Wrong(_("blocks that were already free keep their places at the front: the request's "
+                         "blocks join at the back"))
         tail = got[len(before):]
         if len(blocks) > 1 and tail == blocks:
-            raise _Wrong("the request's blocks are in prompt order; which of them should be evicted first, "
-                         "a prompt's first block or its last?")
+            raise _Wrong(_("the request's blocks are in prompt order; which of them should be evicted first, "
+                         "a prompt's first block or its last?"))
         if tail != blocks[::-1]:
-            raise _Wrong("the request's blocks are at the back but not in the right order")
+            raise _Wrong(_("the request's blocks are at the back but not in the right order"))
     return len(_FREE_CASES)
 
 
@@ -89,18 +90,18 @@ def _check_leaf_victim(fn: Callable) -> int:
         got = _call(fn, parent, access, locked)
         if want == "none":
             if got is not None:
-                raise _Wrong("when every leaf is locked (or the tree is empty), return None: nothing may be evicted")
+                raise _Wrong(_("when every leaf is locked (or the tree is empty), return None: nothing may be evicted"))
             continue
         if got is None:
-            raise _Wrong("returned None although an unlocked leaf exists")
+            raise _Wrong(_("returned None although an unlocked leaf exists"))
         if not isinstance(got, Hashable) or got not in parent:
-            raise _Wrong(f"returned {got!r}, which is not a cached block")
+            raise _Wrong(_("returned {got!r}, which is not a cached block", got=got))
         if got in locked:
-            raise _Wrong("named a locked block: a running request is reading it")
+            raise _Wrong(_("named a locked block: a running request is reading it"))
         if got in parent.values():
-            raise _Wrong("named a block that still has a child: evicting it would cut the child's prefix")
+            raise _Wrong(_("named a block that still has a child: evicting it would cut the child's prefix"))
         if got != want:
-            raise _Wrong("named an unlocked leaf, but not the one accessed longest ago")
+            raise _Wrong(_("named an unlocked leaf, but not the one accessed longest ago"))
     return len(_LEAF_CASES)
 
 
@@ -110,17 +111,19 @@ _CHECKS: Dict[str, Callable[[Callable], int]] = {"free_order": _check_free_order
 def check_practice(name: str, fn: Any) -> None:
     """Check practice TODO `name` on `fn`; one line on success, `CheckFailed` otherwise (not graded)."""
     if name not in _CHECKS:
-        raise ValueError(f"unknown practice TODO {name!r}; the two are {', '.join(_CHECKS)}")
+        raise ValueError(_("unknown practice TODO {name!r}; the two are {todos}", name=name, todos=", ".join(_CHECKS)))
     fn_name = PRACTICE_FUNCTIONS[name]
     if not callable(fn):
-        raise CheckFailed(f"❌ {name}: pass the function itself, e.g. check_practice({name!r}, {fn_name})")
+        raise CheckFailed(_("❌ {name}: pass the function itself, e.g. check_practice({name!r}, {fn_name})",
+                            name=name, fn_name=fn_name))
     try:
         cases = _CHECKS[name](fn)
     except NotImplementedError:
-        raise NotAttempted(f"⬜ {name}: not attempted: write {fn_name} in the cell above, run it, then run "
-                           "this cell again") from None
+        raise NotAttempted(_("⬜ {name}: not attempted: write {fn_name} in the cell above, run it, then run "
+                             "this cell again", name=name, fn_name=fn_name)) from None
     except _Wrong as e:
-        raise CheckFailed(f"❌ {name}: failed: {e}") from None
+        raise CheckFailed(_("❌ {name}: failed: {message}", name=name, message=e)) from None
     except Exception as e:  # the learner's code crashed: say where, briefly
-        raise CheckFailed(f"❌ {name}: failed: your function raised {type(e).__name__}: {e}") from None
-    print(f"✅ {name}: passed ({cases} cases; practice, not graded)")
+        raise CheckFailed(_("❌ {name}: failed: your function raised {e_type}: {e}",
+                              name=name, e_type=type(e).__name__, e=e)) from None
+    print(_("✅ {name}: passed ({cases} cases; practice, not graded)", name=name, cases=cases))

@@ -18,6 +18,7 @@ from importlib import metadata
 from pathlib import Path
 from typing import List, Optional, Sequence
 
+from kvsched_lab.i18n import _
 from kvsched_lab.todos import cell_source, read_notebook, write_notebook
 
 PUBLIC_REPO_URL = "https://github.com/kvsched-lab/kvsched-lab"
@@ -95,12 +96,12 @@ def report_setup(installed_from: Optional[str] = None, answers_on_drive: bool = 
     try:
         version = metadata.version("kvsched-lab")
     except metadata.PackageNotFoundError:  # a clone on sys.path, not installed
-        version = "(not installed)"
+        version = _("(not installed)")
     if installed_from:
-        print(f"kvsched_lab {version} installed from {installed_from} into {package_dir.parent} "
-              "(torch left as it was)")
+        print(_("kvsched_lab {version} installed from {source} into {folder} (torch left as it was)",
+                version=version, source=installed_from, folder=package_dir.parent))
     else:
-        print(f"kvsched_lab {version} loaded from {package_dir.parent}")
+        print(_("kvsched_lab {version} loaded from {folder}", version=version, folder=package_dir.parent))
     if answers_on_drive or answers_io.on_colab():
         answers_io.announce_answers_home(answers_on_drive)
 

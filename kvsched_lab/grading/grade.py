@@ -45,6 +45,9 @@ from kvsched_lab.grading.nbrun import RESULT_MARK
 from kvsched_lab.grading.release import WITHHELD_FILES
 from kvsched_lab.grading.stubs import known_stubs
 from kvsched_lab.grading.submissions import Submission, TodoSource, load
+from kvsched_lab.i18n.language import LANGUAGES, normalize
+from kvsched_lab.i18n.messages import Deferred
+from kvsched_lab.i18n.messages import Deferred as _  # feedback lines: rendered in --lang's language when written
 from kvsched_lab.scheduler import TODO_METHODS
 
 POINTS = 20  # per TODO; five TODOs make 100
@@ -65,7 +68,7 @@ class TodoGrade:
     passed: int = 0
     total: int = 0
     origin: str = ""
-    lines: List[str] = field(default_factory=list)  # feedback
+    lines: List[str] = field(default_factory=list)  # feedback (`Deferred`: English until rendered in --lang)
 
 
 @dataclass
@@ -207,11 +210,11 @@ def judge(todo: str, result: Optional[dict], ref: Reference) -> TodoGrade:
     cases = [ref.cases[i] for i in picked]
     n = len(cases)
     if result is None:
-        return TodoGrade("error", total=n, lines=["The grading cell for this TODO did not finish."])
+        return TodoGrade("error", total=n, lines=[_("The grading cell for this TODO did not finish.")])
     if result.get("load"):
-        return TodoGrade("error", total=n, lines=[f"Your code could not be loaded: {result['load']}"])
+        return TodoGrade("error", total=n, lines=[_("Your code could not be loaded: {why}", why=result["load"])])
     if result.get("stub"):
-        return TodoGrade("not attempted", total=n, lines=["The method is the skeleton's unchanged stub."])
+        return TodoGrade("not attempted", total=n, lines=[_("The method is the skeleton's unchanged stub.")])
     every = harness.observed(result, len(ref.cases))
     records = [every[i] for i in picked]
     ok, observations, problems = [], [], {"timeout": 0, "died": 0, "big": 0, "not run": 0}
@@ -238,7 +241,7 @@ def judge(todo: str, result: Optional[dict], ref: Reference) -> TodoGrade:
     by_family = families(cases, ok)
     g = TodoGrade("failed", points=family_points(by_family), passed=passed, total=n)
     if errors and len(errors) == failing and all(e.startswith("NotImplementedError") for e in errors) and not passed:
-        return TodoGrade("not attempted", total=n, lines=[f"Every case raised {errors[0]}"])
+        return TodoGrade("not attempted", total=n, lines=[_("Every case raised {error}", error=errors[0])])
     if problems["timeout"]:
         g.status = "timed out"
     elif passed == n:
@@ -246,29 +249,31 @@ def judge(todo: str, result: Optional[dict], ref: Reference) -> TodoGrade:
     elif not passed and (len(errors) == failing or problems["died"] + len(errors) == failing):
         g.status = "error"
     if passed == n:
-        g.lines.append(f"All {n} hidden cases passed.")
+        g.lines.append(_("All {n} hidden cases passed.", n=n))
     else:
         failed = [f for f, (p, m) in by_family.items() if p < m]
-        g.lines.append(f"Passed {passed} of {n} hidden cases. By family: "
-                       + ", ".join(f"{fam} {p}/{m}" for fam, (p, m) in by_family.items()) + ".")
-        g.lines.append("Failing: " + "; ".join(failed) + ".")
+        g.lines.append(_("Passed {passed} of {n} hidden cases. By family: {families}.", passed=passed, n=n,
+                         families=", ".join(f"{fam} {p}/{m}" for fam, (p, m) in by_family.items())))
+        g.lines.append(_("Failing: {families}.", families="; ".join(failed)))
     if problems["timeout"]:
-        g.lines.append(f"{problems['timeout']} case(s) ran out of time (an infinite loop, or far too slow).")
+        g.lines.append(_("{count} case(s) ran out of time (an infinite loop, or far too slow).",
+                         count=problems["timeout"]))
     if problems["died"]:
-        g.lines.append(f"{problems['died']} case(s) ended the grading process: {died_how}.")
+        g.lines.append(_("{count} case(s) ended the grading process: {how}.", count=problems["died"], how=died_how))
     if problems["big"]:
-        g.lines.append(f"{problems['big']} case(s) produced far too much data to compare.")
+        g.lines.append(_("{count} case(s) produced far too much data to compare.", count=problems["big"]))
     if problems["not run"]:
-        g.lines.append(f"{problems['not run']} case(s) were not run ({result.get('stopped', 'the cell stopped')}).")
+        g.lines.append(_("{count} case(s) were not run ({why}).", count=problems["not run"],
+                         why=result["stopped"] if "stopped" in result else _("the cell stopped")))
     if errors:
-        g.lines.append(f"{len(errors)} case(s) raised an exception; the first: {errors[0]}")
+        g.lines.append(_("{count} case(s) raised an exception; the first: {error}", count=len(errors), error=errors[0]))
     if first is not None:
-        g.lines.append("First difference from the reference:\n\n" + fenced(first.text()))
+        g.lines.append(_("First difference from the reference:\n\n{difference}", difference=fenced(first.text())))
     if result.get("note"):
-        g.lines.append(f"Note: {result['note']}.")
+        g.lines.append(_("Note: {note}.", note=result["note"]))
     if result.get("out"):
-        g.lines.append(f"Your code printed {result['out']} characters while graded (output is discarded); "
-                       f"it began:\n\n{fenced(result.get('head', '')[:300])}")
+        g.lines.append(_("Your code printed {count} characters while graded (output is discarded); it began:\n\n{head}",
+                         count=result["out"], head=fenced(result.get("head", "")[:300])))
     return g
 
 
@@ -309,12 +314,12 @@ def build_library(lib: Path) -> Path:
 def _why_unfinished(outcome: Optional[tuple], no_report: bool, tail: str) -> str:
     """Why a grading cell wrote no result, from nbval's report on it."""
     if no_report:
-        return f"The grading run itself failed; its output ended with:\n\n{fenced(tail[-1500:], 1500)}"
+        return _("The grading run itself failed; its output ended with:\n\n{tail}", tail=fenced(tail[-1500:], 1500))
     message = bounded(outcome[1]) if outcome else ""
     if "Kernel dead" in message or "Timeout" in message or not outcome:
-        return ("The grading kernel died or stopped responding: code under test killed it, or it ran out of "
-                "memory. TODOs graded after this one could not be graded either.")
-    return f"The grading cell failed: {message}"
+        return _("The grading kernel died or stopped responding: code under test killed it, or it ran out of "
+                 "memory. TODOs graded after this one could not be graded either.")
+    return _("The grading cell failed: {message}", message=message)
 
 
 def _box_result(stdout: bytes) -> Optional[dict]:
@@ -385,26 +390,34 @@ def grade_one(sub: Submission, ref: Reference, workdir: Path, lib: Path, job: in
 
 # --------------------------------------------------------------------------- reports
 
-def feedback_text(g: Grade) -> str:
-    out = [f"# Feedback: {bounded(g.submission, 200)}", "", f"Total: {g.total} / {POINTS * len(TODO_METHODS)}", ""]
+def feedback_text(g: Grade, lang: str = "en") -> str:
+    """The feedback file of `g`, in `lang` (``en``, ``zh``); statuses, names and numbers stay as in grades.csv."""
+    lang = normalize(lang)
+
+    def say(text: str) -> str:
+        return text.render(lang) if isinstance(text, Deferred) else text
+
+    out = [say(_("# Feedback: {submission}", submission=bounded(g.submission, 200))), "",
+           say(_("Total: {total} / {points}", total=g.total, points=POINTS * len(TODO_METHODS))), ""]
     if g.error:
-        out += [f"This submission could not be graded: {bounded(g.error)}.", ""]
+        out += [say(_("This submission could not be graded: {error}.", error=bounded(g.error))), ""]
     else:
-        out += ["Each TODO is graded alone: only your method is put into a scheduler whose other methods are",
-                "the grader's stand-ins, so a mistake in one TODO costs no points in another. The hidden cases",
-                "come in families (ordinary sequences, ties, capacity edges, stale records, precision...); each",
-                "family is an equal share of a TODO's points.", ""]
+        out += [say(_("Each TODO is graded alone: only your method is put into a scheduler whose other methods are\n"
+                      "the grader's stand-ins, so a mistake in one TODO costs no points in another. The hidden cases\n"
+                      "come in families (ordinary sequences, ties, capacity edges, stale records, precision...); each\n"
+                      "family is an equal share of a TODO's points.")), ""]
     for name, t in g.todos.items():
         out.append(f"## {name} ({TODO_METHODS[name]}): {t.status}, {t.points}/{POINTS}")
         out.append("")
         if t.origin:
-            out += [f"Graded: {bounded(t.origin, 200)}", ""]
-        out += [line for text in t.lines if text for line in (text, "")]
+            out += [say(_("Graded: {origin}", origin=bounded(t.origin, 200))), ""]
+        out += [line for text in t.lines if text for line in (say(text), "")]
     if g.review:
-        out += ["## For the instructor", "", "Review notes from the runtime audit (they do not change the grade): "
-                + "; ".join(g.review) + ".", ""]
+        out += [say(_("## For the instructor")), "",
+                say(_("Review notes from the runtime audit (they do not change the grade): {notes}.",
+                      notes="; ".join(g.review))), ""]
     if not g.sandboxed:
-        out += ["Graded without the sandbox (`--no-sandbox`).", ""]
+        out += [say(_("Graded without the sandbox (`--no-sandbox`).")), ""]
     return "\n".join(out)
 
 
@@ -436,13 +449,15 @@ def _csv_cell(text: str) -> str:
     return "'" + text if text[:1] in ("=", "+", "-", "@", "\t", "\r") else text
 
 
-def write_reports(grades: List[Grade], out: Path) -> str:
-    """Feedback files, then ``grades.csv`` written once, atomically; returns the CSV's SHA-256."""
+def write_reports(grades: List[Grade], out: Path, lang: str = "en") -> str:
+    """Feedback files (in `lang`), then ``grades.csv`` written once, atomically; returns the CSV's SHA-256.
+
+    The language changes only the feedback files: grades.csv is the same bytes in every language."""
     out.mkdir(parents=True, exist_ok=True)
     (out / "feedback").mkdir(exist_ok=True)
     used: set = set()
     for g in grades:
-        _atomic_write(out / "feedback" / _feedback_name(g.submission, used), feedback_text(g).encode("utf-8"))
+        _atomic_write(out / "feedback" / _feedback_name(g.submission, used), feedback_text(g, lang).encode("utf-8"))
     buffer = io.StringIO()
     writer = csv.writer(buffer)
     writer.writerow(COLUMNS)
@@ -464,8 +479,10 @@ def _fingerprint_grader() -> str:
 
 def grade_submissions(paths: Sequence[str], out: Optional[Path] = None, timeout: float = 10.0, jobs: int = 1,
                       memory_mb: int = 2048, keep_work: bool = False, ref: Optional[Reference] = None,
-                      sandboxed: Optional[bool] = None) -> List[Grade]:
+                      sandboxed: Optional[bool] = None, lang: str = "en") -> List[Grade]:
     """Grade every submission in `paths`; write reports to `out` when given. Never raises for a bad submission.
+
+    `lang` is the feedback files' language (``en``, ``zh``); grades and grades.csv do not depend on it.
 
     `sandboxed` None means: sandboxed when bubblewrap works here, else unsandboxed.
     """
@@ -502,13 +519,13 @@ def grade_submissions(paths: Sequence[str], out: Optional[Path] = None, timeout:
             shutil.copytree(base, out / "work", dirs_exist_ok=True, symlinks=True)
         shutil.rmtree(base, ignore_errors=True)
     if out is not None:
-        digest = write_reports(grades, out)
+        digest = write_reports(grades, out, lang)
         print(f"grades.csv sha256 {digest}")
     return grades
 
 
 def grade_main(argv: Optional[List[str]] = None) -> int:
-    """``kvsched grade SUBMISSION... [--out DIR] [--timeout S] [--jobs N] [--no-sandbox]``; 0 when graded."""
+    """``kvsched grade SUBMISSION... [--out DIR] [--timeout S] [--jobs N] [--no-sandbox] [--lang zh]``; 0 when graded."""
     p = argparse.ArgumentParser(prog="kvsched grade", description=(
         "Grade learner submissions against the hidden reference (instructors only). A SUBMISSION is a "
         "class folder (each .ipynb/.py in it is one learner, each subfolder one learner), or one .ipynb "
@@ -521,6 +538,8 @@ def grade_main(argv: Optional[List[str]] = None) -> int:
     p.add_argument("--keep-work", action="store_true", help="keep grading inputs and logs in OUT/work")
     p.add_argument("--no-sandbox", action="store_true",
                    help="run learner code without the sandbox (where bubblewrap cannot run; rows say 'unsandboxed')")
+    p.add_argument("--lang", default="en", choices=LANGUAGES,
+                   help="language of the feedback files (default en); grades.csv is the same in every language")
     args = p.parse_args(argv)
     try:
         import solutions  # noqa: F401
@@ -537,7 +556,7 @@ def grade_main(argv: Optional[List[str]] = None) -> int:
     before = _fingerprint_grader()
     started = time.monotonic()
     grades = grade_submissions(args.submissions, Path(args.out), args.timeout, args.jobs, args.memory_mb,
-                               args.keep_work, sandboxed=not args.no_sandbox)
+                               args.keep_work, sandboxed=not args.no_sandbox, lang=args.lang)
     width = max([len(g.submission) for g in grades] + [10])
     for g in grades:
         print(f"{g.submission:<{width}}  {g.total:>3}  " + " ".join(f"{g.todos[n].points:>2}" for n in TODO_METHODS)

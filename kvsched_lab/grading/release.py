@@ -1,12 +1,16 @@
 """`kvsched release OUT_DIR`: the student bundle, and the checks that it gives nothing away.
 
-The bundle holds the course notebooks with outputs and run metadata cleared, ``kvsched_lab``
+The bundle holds the course notebooks, both editions (``notebooks/`` and the Chinese
+``notebooks/zh/``), with outputs and run metadata cleared, ``kvsched_lab``
 without this package (the grader and its hidden cases) and without the `WITHHELD_FILES`, the setup
 files (a Makefile whose ``make check`` runs the notebooks, with no ``tests/`` target), and a README
 for students; never ``solutions/`` or ``tests/``. It then verifies itself:
 
 * no ``solutions``, ``kvsched_lab/grading``, ``tests`` or withheld file in it, no Makefile line
   naming ``tests``, and every notebook clean;
+* the Chinese edition is complete: one ``notebooks/zh/`` notebook per English one, each with the
+  English one's cells, ids and tags (building also refuses a ``notebooks/zh`` that is not what
+  ``kvsched i18n build`` writes from the translation files now, where those files are present);
 * no line of the reference (28+ characters, not a def/class/import/from/comment/decorator/
   docstring/``return [(`` line, nor given code the stubs also show) appears in any bundle file;
 * every notebook's setup cell installs from the ``--repo-url`` given (its one ``REPO_URL = "..."``
@@ -15,8 +19,8 @@ for students; never ``solutions/`` or ``tests/``. It then verifies itself:
 * installed the way Colab would (the setup cell's ``pip install --no-deps git+URL``, with URL a
   ``git+file://`` repository of the bundle, into a fresh environment), ``import solutions`` and
   ``import kvsched_lab.grading`` fail and ``lab.reveal`` says the reference is withheld;
-* ``pytest --nbval-lax`` on the bundle's notebooks fails in check cells (``check:*``, and notebook 08's
-  ``practice-check:*``) only.
+* ``pytest --nbval-lax`` on the bundle's notebooks, both editions, fails in check cells (``check:*``,
+  and notebook 08's ``practice-check:*``) only.
 """
 from __future__ import annotations
 
@@ -39,6 +43,7 @@ from kvsched_lab.scheduler import TODO_METHODS
 
 REPO = Path(__file__).resolve().parents[2]
 SETUP_FILES = ("pyproject.toml", "environment.yml")  # copied as they are; the Makefile is rewritten
+ZH = "zh"  # the Chinese edition's folder, under notebooks/ (built by `kvsched i18n build`)
 LEARNER_DOCS = ("docs/policy-notes.md",)  # notes the notebooks point learners to (notebooks 06 and 07)
 
 # Files of ``kvsched_lab`` the bundle leaves out, with why. The one list: building skips them and
@@ -84,6 +89,9 @@ or, with your own environment (Colab, ModelScope: keep their torch):
 
     pip install -e ".[lab]"
     jupyter lab notebooks/
+
+A Chinese edition of every notebook (中文版) is in `notebooks/zh/`: the same cells and checks, with
+the text, check messages and hints in Chinese.
 
 Work through `notebooks/` in order. Each TODO cell (tagged `todo:<name>`) defines one method;
 the cell after it (tagged `check:<name>`) checks it. A check fails until you write the TODO:
@@ -159,7 +167,9 @@ def plain_url(url: str) -> str:
 
 
 def build_release(out: Path, notebooks: Path, repo_url: str, repo: Path = REPO) -> Path:
+    """Write the bundle to `out`; ValueError (before anything is written) on a bad URL or a stale zh edition."""
     plain_url(repo_url)
+    refuse_stale_zh(notebooks)
     out.mkdir(parents=True, exist_ok=True)
     ignore_common = shutil.ignore_patterns("grading", "__pycache__", "*.pyc", "*.egg-info")
     withheld = {(repo / rel).resolve() for rel in WITHHELD_FILES}
@@ -179,13 +189,46 @@ def build_release(out: Path, notebooks: Path, repo_url: str, repo: Path = REPO) 
         (out / "Makefile").write_text(student_makefile((repo / "Makefile").read_text(encoding="utf-8")),
                                       encoding="utf-8")
     (out / "README.md").write_text(STUDENT_README, encoding="utf-8")
-    (out / "notebooks").mkdir(exist_ok=True)
-    for path in sorted(notebooks.glob("*.ipynb")):
-        nb = json.loads(path.read_text(encoding="utf-8"))
-        (out / "notebooks" / path.name).write_text(
-            json.dumps(set_repo_url(clean_notebook(nb), repo_url), indent=1, ensure_ascii=False) + "\n",
-            encoding="utf-8")
+    for src, dst in ((notebooks, out / "notebooks"), (notebooks / ZH, out / "notebooks" / ZH)):
+        dst.mkdir(parents=True, exist_ok=True)
+        for path in sorted(src.glob("*.ipynb")):
+            nb = json.loads(path.read_text(encoding="utf-8"))
+            (dst / path.name).write_text(
+                json.dumps(set_repo_url(clean_notebook(nb), repo_url), indent=1, ensure_ascii=False) + "\n",
+                encoding="utf-8")
     return out
+
+
+def refuse_stale_zh(notebooks: Path) -> None:
+    """ValueError when `stale_zh_edition` finds anything."""
+    stale = stale_zh_edition(notebooks)
+    if stale:
+        raise ValueError("the Chinese edition is not what `kvsched i18n build` writes now: "
+                         + "; ".join(stale) + " (run `kvsched i18n build`, translate what it lists)")
+
+
+def stale_zh_edition(notebooks: Path) -> List[str]:
+    """Where ``notebooks/zh`` differs from a fresh `kvsched i18n build` (or a cell is untranslated).
+
+    Checked only where the translation files sit next to the notebooks (``../i18n/zh_CN``, the
+    repository's layout); a notebooks folder without them is shipped as it is.
+    """
+    po_dir = notebooks.parent / "i18n" / "zh_CN"
+    if not po_dir.is_dir():
+        return []
+    from kvsched_lab.i18n.notebooks import build_notebook
+
+    problems = []
+    with tempfile.TemporaryDirectory(prefix="kvsched-zh-") as tmp:
+        for path in sorted(notebooks.glob("*.ipynb")):
+            fresh = Path(tmp) / path.name
+            report = build_notebook(path, po_dir / f"{path.stem}.po", fresh)
+            committed = notebooks / ZH / path.name
+            if report.stale:
+                problems.append(f"{ZH}/{path.name}: untranslated cells {', '.join(report.stale)}")
+            elif not committed.is_file() or committed.read_bytes() != fresh.read_bytes():
+                problems.append(f"{ZH}/{path.name} is not the fresh build")
+    return problems
 
 
 # --------------------------------------------------------------------------- static checks
@@ -249,12 +292,35 @@ def find_leaks(bundle: Path, forbidden: Set[str]) -> List[str]:
     return leaks
 
 
+def bundle_notebooks(bundle: Path) -> List[Path]:
+    """Both editions' notebooks: ``notebooks/*.ipynb`` then ``notebooks/zh/*.ipynb``."""
+    return sorted((bundle / "notebooks").glob("*.ipynb")) + sorted((bundle / "notebooks" / ZH).glob("*.ipynb"))
+
+
 def unclean_notebooks(bundle: Path) -> List[str]:
     problems = []
-    for path in sorted((bundle / "notebooks").glob("*.ipynb")):
+    for path in bundle_notebooks(bundle):
         nb = json.loads(path.read_text(encoding="utf-8"))
         if nb != clean_notebook(nb):
-            problems.append(f"notebooks/{path.name} has outputs, execution counts or run metadata")
+            problems.append(f"{path.relative_to(bundle).as_posix()} has outputs, execution counts or run metadata")
+    return problems
+
+
+def incomplete_zh_edition(bundle: Path) -> List[str]:
+    """Problems unless every English notebook has its Chinese one, with the same cells, ids and tags."""
+    problems = []
+    english = sorted((bundle / "notebooks").glob("*.ipynb"))
+    chinese = {p.name for p in (bundle / "notebooks" / ZH).glob("*.ipynb")}
+    for path in english:
+        zh = bundle / "notebooks" / ZH / path.name
+        if not zh.is_file():
+            problems.append(f"notebooks/{ZH}/{path.name} is missing (the Chinese edition)")
+            continue
+        cells = [[(c.get("cell_type"), c.get("id"), c.get("metadata", {}).get("tags", []))
+                  for c in json.loads(p.read_text(encoding="utf-8")).get("cells", [])] for p in (path, zh)]
+        if cells[0] != cells[1]:
+            problems.append(f"notebooks/{ZH}/{path.name} does not have the English notebook's cells, ids and tags")
+    problems += [f"notebooks/{ZH}/{name} has no English notebook" for name in sorted(chinese - {p.name for p in english})]
     return problems
 
 
@@ -377,7 +443,7 @@ def nbval_only_checks_fail(bundle: Path, cell_timeout: float) -> Tuple[List[str]
     with tempfile.TemporaryDirectory(prefix="kvsched-release-") as tmp:
         copy = Path(tmp) / "bundle"
         shutil.copytree(bundle, copy)
-        notebooks = sorted((copy / "notebooks").glob("*.ipynb"))
+        notebooks = bundle_notebooks(copy)
         if not notebooks:
             return ["the bundle has no notebooks"], []
         outcomes, tail = run_nbval(notebooks, copy, copy, cell_timeout=cell_timeout,
@@ -387,7 +453,7 @@ def nbval_only_checks_fail(bundle: Path, cell_timeout: float) -> Tuple[List[str]
         problems, warnings = [], []
         for path in notebooks:
             tags = _code_cell_tags(json.loads(path.read_text(encoding="utf-8")))
-            rel = f"notebooks/{path.name}"
+            rel = path.relative_to(copy).as_posix()
             for k, cell_tags in enumerate(tags):
                 outcome, message = outcomes.get(f"{rel}::Cell {k}", ("missing", ""))
                 # notebook 08's practice checks (not graded) fail on their stubs too
@@ -403,7 +469,8 @@ def nbval_only_checks_fail(bundle: Path, cell_timeout: float) -> Tuple[List[str]
 
 def verify_release(bundle: Path, repo_url: str, cell_timeout: float = 300.0,
                    run_notebooks: bool = True) -> Tuple[List[str], List[str]]:
-    problems = forbidden_paths(bundle) + unclean_notebooks(bundle) + find_leaks(bundle, forbidden_lines())
+    problems = forbidden_paths(bundle) + unclean_notebooks(bundle) + incomplete_zh_edition(bundle)
+    problems += find_leaks(bundle, forbidden_lines())
     problems += setup_cell_urls(bundle, repo_url) + reveal_withheld(bundle) + colab_install(bundle)
     warnings: List[str] = []
     if run_notebooks:
@@ -429,6 +496,7 @@ def release_main(argv: Optional[List[str]] = None) -> int:
     out = Path(args.out)
     try:
         plain_url(args.repo_url)
+        refuse_stale_zh(Path(args.notebooks))  # before --force removes anything
     except ValueError as e:
         print(f"kvsched release: {e}", file=sys.stderr)
         return 2
@@ -437,7 +505,11 @@ def release_main(argv: Optional[List[str]] = None) -> int:
             print(f"kvsched release: {out} exists and is not empty (use --force to replace it)", file=sys.stderr)
             return 2
         shutil.rmtree(out)
-    build_release(out, Path(args.notebooks), args.repo_url)
+    try:
+        build_release(out, Path(args.notebooks), args.repo_url)
+    except ValueError as e:
+        print(f"kvsched release: {e}", file=sys.stderr)
+        return 2
     problems, warnings = verify_release(out, args.repo_url, args.timeout, run_notebooks=not args.skip_notebook_run)
     for w in warnings:
         print(f"warning: {w}")

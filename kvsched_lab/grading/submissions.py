@@ -17,6 +17,7 @@ from typing import Dict, List, Set
 
 from kvsched_lab.grading.intake import MAX_FILE_BYTES
 from kvsched_lab.grading.stubs import class_methods, fingerprint, functions_in
+from kvsched_lab.i18n.messages import Deferred as _  # feedback text: its language is chosen when written
 from kvsched_lab.scheduler import TODO_METHODS
 from kvsched_lab.todos import cell_source, read_notebook, tagged_cells
 
@@ -81,11 +82,12 @@ def _from_notebooks(sub: Submission, notebooks: List[Path], stubs: Dict[str, Set
             origin, source = attempted[-1]
             sub.todos[name] = _checked(TodoSource("run", "cell", source, origin))
         elif found:
-            sub.todos[name] = TodoSource("not attempted", origin=found[-1][0], detail="the stub is unchanged")
+            sub.todos[name] = TodoSource("not attempted", origin=found[-1][0], detail=_("the stub is unchanged"))
         else:
-            hint = (f"; {untagged[name]} defines {method} but is not tagged todo:{name} (restore the tag "
-                    f"and resubmit)") if name in untagged else ""
-            sub.todos[name] = TodoSource("not attempted", detail=f"no cell is tagged todo:{name}{hint}")
+            detail = (_("no cell is tagged todo:{name}; {cell} defines {method} but is not tagged todo:{name} "
+                        "(restore the tag and resubmit)", name=name, cell=untagged[name], method=method)
+                      if name in untagged else _("no cell is tagged todo:{name}", name=name))
+            sub.todos[name] = TodoSource("not attempted", detail=detail)
 
 
 def _is_stub(source: str, method: str, stubs: Set[str]) -> bool:
@@ -121,13 +123,14 @@ def _from_py(sub: Submission, path: Path, stubs: Dict[str, Set[str]]) -> None:
                    for n in tree.body)
     if methods is None and not assigned:
         classes = [n.name for n in tree.body if isinstance(n, ast.ClassDef)]
-        detail = "the file defines no class KVCacheSchedulerSim" + (f" (it defines {', '.join(classes)})" if classes else "")
+        detail = (_("the file defines no class KVCacheSchedulerSim (it defines {classes})", classes=", ".join(classes))
+                  if classes else _("the file defines no class KVCacheSchedulerSim"))
         sub.todos = {name: TodoSource("error", "py", source, path.name, detail) for name in TODO_METHODS}
         return
     for name, method in TODO_METHODS.items():
         fn = (methods or {}).get(method)
         if fn is not None and fingerprint(fn) in stubs[name]:
-            sub.todos[name] = TodoSource("not attempted", origin=path.name, detail="the stub is unchanged")
+            sub.todos[name] = TodoSource("not attempted", origin=path.name, detail=_("the stub is unchanged"))
         else:
             sub.todos[name] = TodoSource("run", "py", source, f"{path.name}, KVCacheSchedulerSim.{method}")
 

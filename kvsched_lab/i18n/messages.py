@@ -6,7 +6,9 @@ keywords fill it (write a literal brace as ``{{``). In Chinese the template come
 ``kvsched_lab/i18n/zh_CN.po`` (package
 data); a message missing there falls back to English, and `tests/test_i18n_messages.py` fails.
 ``N_("...")`` marks a literal for extraction where the message is chosen first and translated
-later (``_(label)`` with that value). `kvsched i18n update` adds new msgids to the catalogue.
+later (``_(label)`` with that value). `Deferred` is a message whose language is chosen only
+when it is shown (the grader's feedback, `kvsched grade --lang`). `kvsched i18n update` adds new
+msgids to the catalogue.
 """
 from __future__ import annotations
 
@@ -38,6 +40,25 @@ def translate(lang: str, template: str, **fields: object) -> str:
 def _(template: str, **fields: object) -> str:
     """`template` in the current language (`get_language`), with `fields` filled in."""
     return translate(get_language(), template, **fields)
+
+
+class Deferred(str):
+    """A message rendered in a language chosen later: as a `str` it is its English text.
+
+    For text written before the reader's language is known (the grader writes feedback lines
+    while grading, `kvsched grade --lang` picks their language when the files are written).
+    A module marks its templates by importing it as ``_`` (``from ... import Deferred as _``).
+    """
+
+    def __new__(cls, template: str, **fields: object) -> "Deferred":
+        self = super().__new__(cls, template.format(**fields))
+        self.template, self.fields = template, fields
+        return self
+
+    def render(self, lang: str) -> str:
+        """This message in `lang`."""
+        return translate(lang, self.template, **{k: v.render(lang) if isinstance(v, Deferred) else v
+                                                  for k, v in self.fields.items()})
 
 
 def N_(template: str) -> str:

@@ -72,7 +72,7 @@ say "torch $("$PYTHON" -c 'import torch; print(torch.__version__, torch.cuda.get
 
 # 1. The CUDA tests: every test of the pool, the model and the engine, on the GPU where they pick it.
 t0=$(date +%s)
-"$PYTHON" -m pytest -q -p no:cacheprovider -rs tests/test_block_pool.py tests/test_model.py tests/test_engine.py \
+"$PYTHON" -m pytest -p no:cacheprovider -rs tests/test_block_pool.py tests/test_model.py tests/test_engine.py \
   >"$OUT/cuda-tests.log" 2>&1
 tests_rc=$?
 tests_line=$(grep -E '(passed|failed|error)' "$OUT/cuda-tests.log" | tail -1)

@@ -596,3 +596,32 @@ def test_blocks_are_sixteen_tokens_by_default():
     assert engine.serve_tokens(tokens).block_keys == chain_block_keys(tokens, 16)
     assert all(e.bytes == MODEL.kv_bytes_per_token * 16 for e in sim.entries.values()) and len(sim.entries) == 2
     assert engine.serve_tokens(tokens).num_cached_tokens == 32
+
+
+class AddsThenRaises(ListLogLRU):
+    """Caches the block and logs its `add`, then raises on touch number `fail_at` (a half-done touch)."""
+
+    def __init__(self, capacity_bytes: int, fail_at: int) -> None:
+        super().__init__(capacity_bytes)
+        self.fail_at = fail_at
+        self.calls = 0
+
+    def touch(self, prefix, bytes_):
+        self.calls += 1
+        super().touch(prefix, bytes_)
+        if self.calls == self.fail_at:
+            raise RuntimeError("late boom")
+
+
+def test_a_block_added_before_the_scheduler_raised_is_kept():
+    sim = AddsThenRaises(capacity_bytes=10 * BLOCK_BYTES, fail_at=2)
+    engine = make_engine(sim)
+    tokens = tokens_of([1, 2, 3])
+    keys = chain_block_keys(tokens, BS)
+    with pytest.raises(SchedulerEventError) as info:
+        engine.serve_tokens(tokens)
+    assert str(info.value).startswith(f"scheduler.touch({keys[1]!r}, {BLOCK_BYTES}) raised RuntimeError: late boom;")
+    # Block 2's add was logged before the raise: the engine adopted it, block 3 was never touched.
+    assert sorted(engine.cached_block_ids) == sorted(keys[:2]) and engine.pool.allocator.num_used_blocks == 2
+    engine.check_consistency()
+    assert engine.serve_tokens(tokens).num_cached_tokens == 2 * BS

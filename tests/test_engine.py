@@ -625,3 +625,19 @@ def test_a_block_added_before_the_scheduler_raised_is_kept():
     assert sorted(engine.cached_block_ids) == sorted(keys[:2]) and engine.pool.allocator.num_used_blocks == 2
     engine.check_consistency()
     assert engine.serve_tokens(tokens).num_cached_tokens == 2 * BS
+
+
+def test_an_old_entry_evicted_twice_is_an_error_the_second_time():
+    # An entry older than the engine frees nothing when evicted; it is then forgotten, so a
+    # second eviction of it (a buggy scheduler) is reported like any key the engine never held.
+    sim = ScriptedLRU(10 * BLOCK_BYTES, {1: ["evict:old"], 2: ["evict:old"]})
+    sim.touch("old", BLOCK_BYTES)
+    sim.calls = 0  # the scripted lines count the engine's touches only
+    engine = make_engine(sim)
+    assert engine.keys_without_kv == {"old"}
+    with pytest.raises(SchedulerEventError) as info:
+        engine.serve_block_ids([1, 2])
+    assert str(info.value) == ("the scheduler evicted 'old', a key the engine holds no block for "
+                               "(added without an 'add:' event, or evicted twice?)")
+    assert engine.keys_without_kv == set()
+    assert engine.pool.allocator.num_used_blocks == len(engine.cached_block_ids) == 2

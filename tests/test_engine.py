@@ -593,7 +593,9 @@ def test_blocks_are_sixteen_tokens_by_default():
     engine = PrefixCacheEngine(MODEL, sim, max_tokens_per_request=40)
     assert engine.capacity_blocks == 4 and engine.max_blocks_per_request == 3
     tokens = list(range(40))  # two full 16-token blocks and an 8-token tail
-    assert engine.serve_tokens(tokens).block_keys == chain_block_keys(tokens, 16)
+    first = engine.serve_tokens(tokens)
+    assert first.block_keys == chain_block_keys(tokens, 16)
+    assert (first.num_prompt_tokens, first.num_cached_tokens, first.num_computed_tokens) == (40, 0, 40)
     assert all(e.bytes == MODEL.kv_bytes_per_token * 16 for e in sim.entries.values()) and len(sim.entries) == 2
     assert engine.serve_tokens(tokens).num_cached_tokens == 32
 

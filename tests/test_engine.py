@@ -592,6 +592,8 @@ def test_blocks_are_sixteen_tokens_by_default():
     sim = KVCacheSchedulerSim(capacity_bytes=4 * MODEL.kv_bytes_per_token * 16)
     engine = PrefixCacheEngine(MODEL, sim, max_tokens_per_request=40)
     assert engine.capacity_blocks == 4 and engine.max_blocks_per_request == 3
+    # Nothing served yet: no pool block was ever in use.
+    assert (engine.blocks_in_use_max, engine.num_requests, engine.hit_tokens) == (0, 0, 0)
     tokens = list(range(40))  # two full 16-token blocks and an 8-token tail
     first = engine.serve_tokens(tokens)
     assert first.block_keys == chain_block_keys(tokens, 16)

@@ -141,6 +141,12 @@ def test_flops_prefill_by_hand():
     # Causal only: the 3 new queries see 6, 7 and 8 keys, 21 pairs instead of 3 * 8 = 24.
     assert model.flops_prefill(n, c, causal_only=True) == projections + attention * 21 // 24 + rest
     assert model.flops_prefill(8, 0, causal_only=True) < model.flops_prefill(8, 0)
+    # No cached prefix by default: 3 new tokens alone attend to 3 keys each (9 pairs), 6 under the mask.
+    no_cache = 2 * 2 * 2 * n * n * 2
+    assert model.flops_prefill(n) == projections + no_cache + rest
+    assert model.flops_prefill(n, causal_only=True) == projections + no_cache * 6 // 9 + rest
+    # A count of multiply-adds, returned as the int its signature promises (not an equal float).
+    assert all(type(model.flops_prefill(n, c, causal_only=flag)) is int for flag in (False, True))
 
 
 @pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA GPU")

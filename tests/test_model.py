@@ -145,7 +145,7 @@ def test_flops_prefill_by_hand():
     no_cache = 2 * 2 * 2 * n * n * 2
     assert model.flops_prefill(n) == projections + no_cache + rest
     assert model.flops_prefill(n, causal_only=True) == projections + no_cache * 6 // 9 + rest
-    # A count of multiply-adds, returned as the int its signature promises (not an equal float).
+    # A count of FLOPs, returned as the int its signature promises (not an equal float).
     assert all(type(model.flops_prefill(n, c, causal_only=flag)) is int for flag in (False, True))
 
 
@@ -315,3 +315,16 @@ def test_weights_have_the_documented_scales():
     assert layer.w_down.weight.std().item() == pytest.approx(512 ** -0.5, rel=0.05)
     assert torch.equal(layer.attn_norm.weight, torch.ones(256)) and torch.equal(model.final_norm.weight, torch.ones(256))
     assert not any(p.requires_grad for p in model.parameters()) and not model.training
+
+
+def test_make_pool_follows_the_models_device_and_dtype():
+    cfg = TinyDecoderConfig(vocab_size=16, dim=8, num_layers=1, num_heads=2, num_kv_heads=1, head_dim=4,
+                            ffn_hidden=8, max_positions=32)
+    # fp64 is no device's default dtype: a pool built without the model's dtype would be fp32.
+    model = TinyDecoder(cfg, device="cpu", dtype=torch.float64)
+    pool = model.make_pool(3, 4)
+    assert pool.dtype == torch.float64 and pool.num_blocks == 3 and pool.block_size == 4
+    ids = [1, 2, 3, 4, 5]
+    assert torch.allclose(model.prefill(ids, [2, 0], 0, pool), model.forward(ids))
+    # "meta" is no default device either (a CPU machine's default is the CPU).
+    assert TinyDecoder(cfg, device="meta").make_pool(2, 4).device == torch.device("meta")

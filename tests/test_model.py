@@ -254,6 +254,10 @@ def test_rope_rotates_pairs_and_scores_depend_on_distance_only():
     assert score(7, 3) == pytest.approx(score(20, 16), abs=1e-5) == pytest.approx(score(4, 0), abs=1e-5)
     assert score(7, 3) != pytest.approx(score(7, 4), abs=1e-3)
     assert torch.allclose(apply_rope(q, cos[0:1], sin[0:1]), q)  # position 0: no turn
+    # Rotated in fp32, returned in the input's dtype (an fp16 model's K must match its fp16 pool).
+    turned = apply_rope(x.to(torch.bfloat16), cos[1:2], sin[1:2])
+    assert turned.dtype == torch.bfloat16
+    assert turned[0, 0].float().tolist() == pytest.approx([math.cos(1.0), 0.0, math.sin(1.0), 0.0], abs=1e-2)
 
 
 def test_rms_norm_by_hand():
@@ -267,6 +271,9 @@ def test_rms_norm_by_hand():
     assert norm(x)[0].tolist() == pytest.approx([1.0, -2.0, 0.5, 0.0], abs=1e-5)
     half = norm(x.half())
     assert half.dtype == torch.float16
+    # Any leading shape: each vector along the last dim is normalised on its own (here rms 1, 2, 4, 8).
+    stacked = torch.tensor([[[1.0, -1.0], [2.0, 2.0]], [[-4.0, 4.0], [8.0, -8.0]]])  # (2, 2, 2)
+    assert RMSNorm(2, eps=0.0)(stacked).flatten().tolist() == pytest.approx([1.0, -1.0, 1.0, 1.0, -1.0, 1.0, 1.0, -1.0])
 
 
 def test_model_validation_messages_in_full():

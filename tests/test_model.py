@@ -334,4 +334,7 @@ def test_make_pool_follows_the_models_device_and_dtype():
     ids = [1, 2, 3, 4, 5]
     assert torch.allclose(model.prefill(ids, [2, 0], 0, pool), model.forward(ids))
     # "meta" is no default device either (a CPU machine's default is the CPU).
-    assert TinyDecoder(cfg, device="meta").make_pool(2, 4).device == torch.device("meta")
+    meta = TinyDecoder(cfg, device="meta")
+    assert meta.make_pool(2, 4).device == torch.device("meta")
+    assert {p.device for p in meta.parameters()} == {torch.device("meta")}
+    assert {p.dtype for p in model.parameters()} == {torch.float64}

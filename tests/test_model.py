@@ -239,6 +239,16 @@ def test_rope_tables_by_hand():
             assert sin[pos, i].item() == pytest.approx(math.sin(angle), abs=1e-6)
 
 
+def test_rope_tables_stay_exact_at_far_positions():
+    # Angles are computed in fp64 and only then rounded: at position 4000 an fp32 angle would be
+    # off by ~1e-4 rad. Checked against math.cos/sin in double precision.
+    cos, sin = rope_tables(head_dim=8, max_positions=4096, theta=10000.0)
+    for i in range(4):
+        angle = 4000 * 10000.0 ** (-2 * i / 8)
+        assert cos[4000, i].item() == pytest.approx(math.cos(angle), abs=2e-6)
+        assert sin[4000, i].item() == pytest.approx(math.sin(angle), abs=2e-6)
+
+
 def test_rope_rotates_pairs_and_scores_depend_on_distance_only():
     cos, sin = rope_tables(head_dim=4, max_positions=32, theta=10000.0)
     # Rotate-half pairs dims (0, 2) and (1, 3): position 1 turns (1, 0, 0, 0) by angle 1 radian.

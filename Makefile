@@ -8,7 +8,7 @@ PORT   ?= 8888
 # Containers and Colab-like sandboxes run as root, which JupyterLab refuses unless told.
 ROOT_FLAG := $(if $(filter 0,$(shell id -u)),--allow-root,)
 
-.PHONY: lab test setup system-deps i18n clean
+.PHONY: lab test setup system-deps i18n clean mutation
 
 # The stamp depends on pyproject.toml so an edited dependency list re-runs the install.
 $(VENV)/.ready: pyproject.toml
@@ -50,6 +50,15 @@ system-deps:
 
 test: setup system-deps
 	$(BIN)/python -m pytest tests
+
+# Mutation testing, slow and not part of `make test` (docs/testing.md). MODULE=kvsched_lab/engine.py
+# (or several, space-separated) runs only those; ARGS="--max-children 2" etc. go to tools/mutation.py.
+MUTMUT_SPEC ?= mutmut==3.8.1
+MODULE ?=
+mutation: setup
+	@$(BIN)/python -m pip show mutmut 2>/dev/null | grep -qx "Version: $(subst mutmut==,,$(MUTMUT_SPEC))" \
+	  || $(BIN)/python -m pip install -q "$(MUTMUT_SPEC)"
+	nice -n 15 $(BIN)/python tools/mutation.py $(ARGS) $(MODULE)
 
 clean:
 	rm -rf $(VENV) .pytest_cache .hypothesis

@@ -1,6 +1,7 @@
 """Tests for PrefixCacheEngine and real_kv_replay: real blocks follow the scheduler, no leaks, right logits."""
 from __future__ import annotations
 
+import hashlib
 import random
 from collections import OrderedDict
 from types import SimpleNamespace
@@ -548,3 +549,99 @@ def test_consistency_check_names_what_is_out_of_step():
     engine.pool.allocator.free(leaked)
     engine.check_consistency()
     assert sorted(engine.cached_block_ids) == sorted([a, b])
+
+
+def test_chain_keys_follow_the_documented_formula():
+    # h_i = blake2b(h_{i-1} + block i's tokens as little-endian int64, 16-byte digest), h_{-1} = b"":
+    # rebuilt here with int.to_bytes, not the engine's struct format.
+    tokens = [3, 0, 63, 1, 7, 7, 2, 9, 5]  # two full blocks of 4 and a 1-token tail
+    parent, expected = b"", []
+    for start in (0, 4):
+        payload = b"".join(t.to_bytes(8, "little", signed=True) for t in tokens[start:start + 4])
+        parent = hashlib.blake2b(parent + payload, digest_size=16).digest()
+        expected.append(parent.hex())
+    assert chain_block_keys(tokens, 4) == expected
+    assert chain_block_keys(tokens[:8], 4) == expected and chain_block_keys(tokens[:7], 4) == expected[:1]
+    assert chain_block_keys(tokens[:3], 4) == []
+
+
+class DepthRecordingLRU(ListLogLRU):
+    """ListLogLRU with the library's request-aware touch: records each call's depth and `last` flag."""
+
+    def __init__(self, capacity_bytes: int) -> None:
+        super().__init__(capacity_bytes)
+        self.calls = []  # (key, bytes_, depth, last) per touch
+
+    def touch_in_request(self, prefix, bytes_, depth, last):
+        self.calls.append((prefix, bytes_, depth, last))
+        self.touch(prefix, bytes_)
+
+
+def test_request_aware_schedulers_hear_each_blocks_depth_and_the_last_block():
+    sim = DepthRecordingLRU(capacity_bytes=10 * BLOCK_BYTES)
+    engine = make_engine(sim)
+    tokens = list(range(14))  # three full blocks of 4, then a 2-token tail (no key, no touch)
+    keys = chain_block_keys(tokens, BS)
+    engine.serve_tokens(tokens)
+    assert sim.calls == [(keys[0], BLOCK_BYTES, 1, False), (keys[1], BLOCK_BYTES, 2, False),
+                         (keys[2], BLOCK_BYTES, 3, True)]
+    engine.check_consistency()
+
+
+def test_blocks_are_sixteen_tokens_by_default():
+    sim = KVCacheSchedulerSim(capacity_bytes=4 * MODEL.kv_bytes_per_token * 16)
+    engine = PrefixCacheEngine(MODEL, sim, max_tokens_per_request=40)
+    assert engine.capacity_blocks == 4 and engine.max_blocks_per_request == 3
+    # Nothing served yet: no pool block was ever in use.
+    assert (engine.blocks_in_use_max, engine.num_requests, engine.hit_tokens) == (0, 0, 0)
+    tokens = list(range(40))  # two full 16-token blocks and an 8-token tail
+    first = engine.serve_tokens(tokens)
+    assert first.block_keys == chain_block_keys(tokens, 16)
+    assert (first.num_prompt_tokens, first.num_cached_tokens, first.num_computed_tokens) == (40, 0, 40)
+    assert all(e.bytes == MODEL.kv_bytes_per_token * 16 for e in sim.entries.values()) and len(sim.entries) == 2
+    assert engine.serve_tokens(tokens).num_cached_tokens == 32
+
+
+class AddsThenRaises(ListLogLRU):
+    """Caches the block and logs its `add`, then raises on touch number `fail_at` (a half-done touch)."""
+
+    def __init__(self, capacity_bytes: int, fail_at: int) -> None:
+        super().__init__(capacity_bytes)
+        self.fail_at = fail_at
+        self.calls = 0
+
+    def touch(self, prefix, bytes_):
+        self.calls += 1
+        super().touch(prefix, bytes_)
+        if self.calls == self.fail_at:
+            raise RuntimeError("late boom")
+
+
+def test_a_block_added_before_the_scheduler_raised_is_kept():
+    sim = AddsThenRaises(capacity_bytes=10 * BLOCK_BYTES, fail_at=2)
+    engine = make_engine(sim)
+    tokens = tokens_of([1, 2, 3])
+    keys = chain_block_keys(tokens, BS)
+    with pytest.raises(SchedulerEventError) as info:
+        engine.serve_tokens(tokens)
+    assert str(info.value).startswith(f"scheduler.touch({keys[1]!r}, {BLOCK_BYTES}) raised RuntimeError: late boom;")
+    # Block 2's add was logged before the raise: the engine adopted it, block 3 was never touched.
+    assert sorted(engine.cached_block_ids) == sorted(keys[:2]) and engine.pool.allocator.num_used_blocks == 2
+    engine.check_consistency()
+    assert engine.serve_tokens(tokens).num_cached_tokens == 2 * BS
+
+
+def test_an_old_entry_evicted_twice_is_an_error_the_second_time():
+    # An entry older than the engine frees nothing when evicted; it is then forgotten, so a
+    # second eviction of it (a buggy scheduler) is reported like any key the engine never held.
+    sim = ScriptedLRU(10 * BLOCK_BYTES, {1: ["evict:old"], 2: ["evict:old"]})
+    sim.touch("old", BLOCK_BYTES)
+    sim.calls = 0  # the scripted lines count the engine's touches only
+    engine = make_engine(sim)
+    assert engine.keys_without_kv == {"old"}
+    with pytest.raises(SchedulerEventError) as info:
+        engine.serve_block_ids([1, 2])
+    assert str(info.value) == ("the scheduler evicted 'old', a key the engine holds no block for "
+                               "(added without an 'add:' event, or evicted twice?)")
+    assert engine.keys_without_kv == set()
+    assert engine.pool.allocator.num_used_blocks == len(engine.cached_block_ids) == 2

@@ -141,6 +141,12 @@ def test_flops_prefill_by_hand():
     # Causal only: the 3 new queries see 6, 7 and 8 keys, 21 pairs instead of 3 * 8 = 24.
     assert model.flops_prefill(n, c, causal_only=True) == projections + attention * 21 // 24 + rest
     assert model.flops_prefill(8, 0, causal_only=True) < model.flops_prefill(8, 0)
+    # No cached prefix by default: 3 new tokens alone attend to 3 keys each (9 pairs), 6 under the mask.
+    no_cache = 2 * 2 * 2 * n * n * 2
+    assert model.flops_prefill(n) == projections + no_cache + rest
+    assert model.flops_prefill(n, causal_only=True) == projections + no_cache * 6 // 9 + rest
+    # A count of FLOPs, returned as the int its signature promises (not an equal float).
+    assert all(type(model.flops_prefill(n, c, causal_only=flag)) is int for flag in (False, True))
 
 
 @pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA GPU")
@@ -233,6 +239,16 @@ def test_rope_tables_by_hand():
             assert sin[pos, i].item() == pytest.approx(math.sin(angle), abs=1e-6)
 
 
+def test_rope_tables_stay_exact_at_far_positions():
+    # Angles are computed in fp64 and only then rounded: at position 4000 an fp32 angle would be
+    # off by ~1e-4 rad. Checked against math.cos/sin in double precision.
+    cos, sin = rope_tables(head_dim=8, max_positions=4096, theta=10000.0)
+    for i in range(4):
+        angle = 4000 * 10000.0 ** (-2 * i / 8)
+        assert cos[4000, i].item() == pytest.approx(math.cos(angle), abs=2e-6)
+        assert sin[4000, i].item() == pytest.approx(math.sin(angle), abs=2e-6)
+
+
 def test_rope_rotates_pairs_and_scores_depend_on_distance_only():
     cos, sin = rope_tables(head_dim=4, max_positions=32, theta=10000.0)
     # Rotate-half pairs dims (0, 2) and (1, 3): position 1 turns (1, 0, 0, 0) by angle 1 radian.
@@ -248,6 +264,10 @@ def test_rope_rotates_pairs_and_scores_depend_on_distance_only():
     assert score(7, 3) == pytest.approx(score(20, 16), abs=1e-5) == pytest.approx(score(4, 0), abs=1e-5)
     assert score(7, 3) != pytest.approx(score(7, 4), abs=1e-3)
     assert torch.allclose(apply_rope(q, cos[0:1], sin[0:1]), q)  # position 0: no turn
+    # Rotated in fp32, returned in the input's dtype (an fp16 model's K must match its fp16 pool).
+    turned = apply_rope(x.to(torch.bfloat16), cos[1:2], sin[1:2])
+    assert turned.dtype == torch.bfloat16
+    assert turned[0, 0].float().tolist() == pytest.approx([math.cos(1.0), 0.0, math.sin(1.0), 0.0], abs=1e-2)
 
 
 def test_rms_norm_by_hand():
@@ -261,6 +281,9 @@ def test_rms_norm_by_hand():
     assert norm(x)[0].tolist() == pytest.approx([1.0, -2.0, 0.5, 0.0], abs=1e-5)
     half = norm(x.half())
     assert half.dtype == torch.float16
+    # Any leading shape: each vector along the last dim is normalised on its own (here rms 1, 2, 4, 8).
+    stacked = torch.tensor([[[1.0, -1.0], [2.0, 2.0]], [[-4.0, 4.0], [8.0, -8.0]]])  # (2, 2, 2)
+    assert RMSNorm(2, eps=0.0)(stacked).flatten().tolist() == pytest.approx([1.0, -1.0, 1.0, 1.0, -1.0, 1.0, 1.0, -1.0])
 
 
 def test_model_validation_messages_in_full():
@@ -309,3 +332,19 @@ def test_weights_have_the_documented_scales():
     assert layer.w_down.weight.std().item() == pytest.approx(512 ** -0.5, rel=0.05)
     assert torch.equal(layer.attn_norm.weight, torch.ones(256)) and torch.equal(model.final_norm.weight, torch.ones(256))
     assert not any(p.requires_grad for p in model.parameters()) and not model.training
+
+
+def test_make_pool_follows_the_models_device_and_dtype():
+    cfg = TinyDecoderConfig(vocab_size=16, dim=8, num_layers=1, num_heads=2, num_kv_heads=1, head_dim=4,
+                            ffn_hidden=8, max_positions=32)
+    # fp64 is no device's default dtype: a pool built without the model's dtype would be fp32.
+    model = TinyDecoder(cfg, device="cpu", dtype=torch.float64)
+    pool = model.make_pool(3, 4)
+    assert pool.dtype == torch.float64 and pool.num_blocks == 3 and pool.block_size == 4
+    ids = [1, 2, 3, 4, 5]
+    assert torch.allclose(model.prefill(ids, [2, 0], 0, pool), model.forward(ids))
+    # "meta" is no default device either (a CPU machine's default is the CPU).
+    meta = TinyDecoder(cfg, device="meta")
+    assert meta.make_pool(2, 4).device == torch.device("meta")
+    assert {p.device for p in meta.parameters()} == {torch.device("meta")}
+    assert {p.dtype for p in model.parameters()} == {torch.float64}

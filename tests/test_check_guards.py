@@ -84,6 +84,18 @@ AIMED = [
     Aimed("stale", "queue sorted high to low, popped from the end", "heapq.heappop(self.queue)",
           "(self.queue.sort(reverse=True), self.queue.pop())[1]", "the queue is no longer a heap"),
     # entry
+    Aimed("entry", "placeholder priority cleared after the refresh", _NEW, _NEW + "    entry.priority = None\n",
+          "the new entry's priority must be a number"),
+    Aimed("entry", "entry swapped for a dict after the refresh", _NEW,
+          _NEW + "    self.entries[prefix] = vars(entry).copy()\n", "the new entry must be a CacheEntry"),
+    # One CacheEntry object kept on the scheduler and rewritten for every new prefix: each touch on
+    # its own looks right, but the first prefix's entry is the second's.
+    Aimed("entry", "one CacheEntry object for every prefix",
+          "CacheEntry(priority=0.0, last_used=self.time, prefix=prefix, hits=1, bytes=bytes_)",
+          "self.__dict__.setdefault('_spare', CacheEntry(0.0, 0, prefix, 1, bytes_))\n"
+          "    entry.priority, entry.last_used, entry.prefix, entry.hits, entry.bytes = "
+          "0.0, self.time, prefix, 1, bytes_",
+          "each new prefix needs its own, new CacheEntry"),
     Aimed("entry", "refreshed before it is stored", _NEW,
           "    self._refresh_queue(prefix)\n    self.entries[prefix] = entry\n    self.current_bytes += bytes_\n",
           "_refresh_queue was called before the new entry was stored"),

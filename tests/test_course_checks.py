@@ -488,6 +488,12 @@ AGING_WRONG = {  # plausible mistakes, each with a phrase its message must conta
                                 "eviction #"),
     "L only for new entries": ("score = self.inflation + chapter_score if hits == 1 else chapter_score",
                                "ignores self.inflation"),
+    "a NaN score": ("score = float('nan')", "must return a finite number, it returned nan"),
+    "hits dropped": ("score = self.inflation + 0.5 - 0.25 * size / self.capacity_bytes",
+                     "more hits must still give a higher score"),
+    # Right on the probes (time 10), then raises once the scheduler's clock passes 100.
+    "fails late": ("score = self.inflation + chapter_score if self.time < 100 else {}['late']",
+                   "it raised KeyError: 'late'"),
 }
 
 

@@ -562,51 +562,6 @@ def test_release_ships_a_complete_and_current_chinese_edition(tmp_path):
                          str(course / "notebooks")]) == 2 and not (tmp_path / "refused").exists()
 
 
-# --------------------------------------------------------------------------- partial credit
-
-@pytest.fixture(scope="module")
-def reference():
-    from kvsched_lab.grading.grade import Reference
-
-    return Reference.build()
-
-
-def _judged(reference, todo: str, source: str):
-    """Grade one TODO's source in this process, as the kernel would observe it (no sandbox needed)."""
-    from kvsched_lab.grading import harness
-    from kvsched_lab.grading.grade import judge
-    from kvsched_lab.todos import load_method
-
-    cls = harness.graded_class(TODO_METHODS[todo], load_method(todo, source))
-    cases = {str(i): {"obs": harness.run_case(cls, c)} for i, c in enumerate(reference.cases)}
-    return judge(todo, {"cases": cases, "out": 0, "head": "", "review": []}, reference)
-
-
-def test_points_follow_families_rounded_down():
-    from kvsched_lab.grading.grade import POINTS, family_points
-
-    assert family_points({"a": [3, 3], "b": [2, 2]}) == POINTS
-    assert family_points({"a": [1, 3], "b": [2, 2]}) == 13  # 20 * (1/3 + 1) / 2 = 13.33...
-    assert family_points({"a": [0, 1], "b": [1, 1], "c": [1, 1]}) == 13  # 13.33...: a missed family costs its share
-    assert family_points({"a": [2, 3], "b": [0, 2]}) == 6  # 6.67 rounds down
-    assert family_points({"a": [0, 3], "b": [0, 2]}) == 0
-
-
-def test_right_except_at_one_edge_gets_most_points_and_names_the_family(reference):
-    """The unclamped recency is right everywhere but where last_used is ahead of the clock (precision)."""
-    unclamped = next(w for w in v.WRONG["score"] if w.name == "recency unclamped")
-    g = _judged(reference, "score", unclamped.source)
-    families = {reference.cases[i]["family"] for i in reference.graded["score"]}
-    assert g.status == "failed" and g.points == 20 * (len(families) - 1) // len(families) == 18
-    assert "Failing: precision." in "\n".join(g.lines)
-    alt = _judged(reference, "score", v.ALTERNATIVES["score"][0])
-    assert alt.status == "passed" and alt.points == 20
-    # a mistake that shows in ties only: most points, ties named
-    ties = next(w for w in v.WRONG["snapshot"] if w.name == "no prefix tie-break")
-    g = _judged(reference, "snapshot", ties.source)
-    assert 10 < g.points < 20 and "crafted heap records and ties" in g.lines[1]
-
-
 def test_grade_refuses_without_a_sandbox_unless_told(monkeypatch, tmp_path, capsys):
     """Where bubblewrap cannot run, `kvsched grade` stops and says how to enable it or go without;
     `kvsched doctor` says the same. (A probe that fails is simulated: here it may well work.)"""
@@ -633,35 +588,6 @@ def test_no_sandbox_grades_the_same_and_says_unsandboxed(tmp_path):
     rows = {Path(r["submission"]).name: r for r in csv.DictReader(open(out / "grades.csv"))}
     assert rows["ref.py"]["total"] == "100" and rows["ref.py"]["status"] == "unsandboxed"
     assert rows["stub.py"]["total"] == "0" and rows["stub.py"]["status"] == "unsandboxed"
-
-
-def test_results_from_the_sandbox_are_validated(reference):
-    """What comes back is data to check, never a verdict: unknown keys dropped, text bounded,
-    garbage and absurd nesting refused (the TODO then gets no points)."""
-    from kvsched_lab.grading.grade import judge, validate
-
-    n = len(reference.cases)
-    forged = json.dumps({"verdict": "passed", "points": 20, "passed": True, "cases": {"0": {"obs": "all"}, "x": 1},
-                         "load": "", "head": "y" * 10_000, "review": ["a\nb" * 200] * 50})
-    got = validate(forged, n, "score")
-    assert got["by_harness"] is False, "a file the harness did not write is told apart"
-    assert validate(json.dumps({"todo": "score", "elapsed": 0.5, "cases": {}}), n, "score")["by_harness"] is True
-    assert "verdict" not in got and set(got["cases"]) == set() and len(got["head"]) == 2000
-    assert len(got["review"]) == 20 and all(len(r) <= 200 and "\n" not in r for r in got["review"])
-    assert judge("score", got, reference).points == 0
-    assert validate("[" * 100_000 + "]" * 100_000, n) is None and validate("not json", n) is None
-    assert validate(json.dumps([1, 2]), n) is None
-
-
-def test_learner_text_in_feedback_is_bounded_and_cannot_close_its_block():
-    from kvsched_lab.grading.grade import bounded, fenced
-
-    text = "```\n# Feedback: 100/100\n````` \x1b[2J\u202e"
-    block = fenced(text)
-    fence = block.split("\n")[0]
-    assert set(fence) == {"`"} and len(fence) > 5 and block.endswith("\n" + fence)
-    assert "\x1b" not in block and "\u202e" not in block
-    assert bounded("a\nb\x00" + "c" * 1000).startswith("a b?") and len(bounded("c" * 1000)) == 300
 
 
 def test_the_sandbox_library_holds_no_reference_and_no_grader(tmp_path):

@@ -13,22 +13,26 @@ not in the shared pyproject.toml. Usage:
     python tools/mutation.py                              # every core module
     python tools/mutation.py kvsched_lab/block_pool.py    # one (or several) of them
     python tools/mutation.py --list                       # the modules and their tests
+    python tools/mutation.py --survivors-of before.json   # only the survivors of an earlier run, again
 """
 from __future__ import annotations
 
 import argparse
+import hashlib
 import json
-import os
 import shutil
 import subprocess
 import sys
 import tempfile
 import time
 from pathlib import Path
-from typing import Dict, List, Sequence
+from typing import Any, Dict, List, Optional, Sequence
 
 ROOT = Path(__file__).resolve().parents[1]
-POLICY_TESTS = ["tests/test_policies.py", "tests/test_policy_snapshots.py"]
+POLICY_TESTS = ["tests/test_policies.py", "tests/test_policy_snapshots.py", "tests/test_policy_base.py"]
+# The grader's comparison and scoring, tested in-process (the batch tests run them too, but
+# through sandboxes: far too slow to repeat for every mutant).
+GRADER_TESTS = ["tests/test_grading_verdict.py"]
 
 # Core module -> pytest arguments selecting the fast tests that exercise it (mutmut runs, per
 # mutant, those of them that reach the mutated function). Ordered by priority: a partial run
@@ -44,14 +48,23 @@ MODULES: Dict[str, List[str]] = {
     "kvsched_lab/policies/seed.py": POLICY_TESTS,
     "kvsched_lab/policies/lfu.py": POLICY_TESTS,
     "kvsched_lab/policies/base.py": POLICY_TESTS,
+    "kvsched_lab/policies/buckets.py": POLICY_TESTS,
     "kvsched_lab/policies/seed_compact.py": POLICY_TESTS,
-    "kvsched_lab/policies/arc.py": POLICY_TESTS,
-    "kvsched_lab/policies/s3fifo.py": POLICY_TESTS,
-    "kvsched_lab/policies/gdsf.py": POLICY_TESTS,
-    "kvsched_lab/policies/belady.py": POLICY_TESTS,
-    "kvsched_lab/course/checks.py": ["tests/test_course_checks.py"],
-    "kvsched_lab/grading/compare.py": ["tests/test_grading.py"],
-    "kvsched_lab/grading/cases.py": ["tests/test_grading.py"],
+    "kvsched_lab/policies/arc.py": [*POLICY_TESTS, "tests/test_policy_arc.py"],
+    "kvsched_lab/policies/s3fifo.py": [*POLICY_TESTS, "tests/test_policy_s3fifo.py"],
+    "kvsched_lab/policies/s3fifo_prefix.py": [*POLICY_TESTS, "tests/test_policy_s3fifo_prefix.py"],
+    "kvsched_lab/policies/s3fifo_repeat.py": [*POLICY_TESTS, "tests/test_policy_s3fifo_repeat.py"],
+    "kvsched_lab/policies/gdsf.py": [*POLICY_TESTS, "tests/test_policy_gdsf.py"],
+    "kvsched_lab/policies/belady.py": [*POLICY_TESTS, "tests/test_policy_belady.py"],
+    "kvsched_lab/policies/vllm.py": [*POLICY_TESTS, "tests/test_policy_vllm_radix.py"],
+    "kvsched_lab/policies/radix.py": [*POLICY_TESTS, "tests/test_policy_vllm_radix.py"],
+    "kvsched_lab/course/checks.py": ["tests/test_course_checks.py", "tests/test_check_guards.py",
+                                     "tests/test_check_messages.py"],
+    "kvsched_lab/grading/compare.py": GRADER_TESTS,
+    "kvsched_lab/grading/cases.py": GRADER_TESTS,
+    "kvsched_lab/grading/verdict.py": GRADER_TESTS,
+    "kvsched_lab/kv/block_manager.py": ["tests/test_concurrent_engine.py"],
+    "kvsched_lab/kv/concurrent.py": ["tests/test_concurrent_engine.py"],
 }
 # Besides the package: what the tests import or read.
 ALSO_COPY = ["solutions", "notebooks", "docs", "README.md", "Makefile", "environment.yml", ".ci"]
@@ -89,17 +102,25 @@ def _not_killed(mutmut: List[str], scratch: Path) -> List[str]:
             if line.strip() and not line.strip().endswith((": killed", ": timeout"))]
 
 
-def run_module(module: str, tests: Sequence[str], max_children: int, keep: bool) -> Dict[str, object]:
+def _source_sha256(module: str) -> str:
+    return hashlib.sha256((ROOT / module).read_bytes()).hexdigest()
+
+
+def run_module(module: str, tests: Sequence[str], max_children: int, keep: bool,
+               earlier: Optional[Dict[str, Any]] = None) -> Dict[str, Any]:
+    """Score `module`; with `earlier` (its result from a report), test only that run's survivors again."""
     scratch = scratch_copy(module, tests)
     mutmut = [sys.executable, "-m", "mutmut"]
     started = time.perf_counter()
-    run = subprocess.run([*mutmut, "run", "--max-children", str(max_children)], cwd=scratch,
+    only = list(earlier["survivors"]) if earlier else []
+    run = subprocess.run([*mutmut, "run", "--max-children", str(max_children), *only], cwd=scratch,
                          capture_output=True, text=True)
     # On a loaded machine a few mutants come out "survived" that a second look kills: test each
-    # survivor again, alone, so that only confirmed survivors are reported.
-    first = _not_killed(mutmut, scratch)
+    # survivor again, so that only confirmed survivors are reported.
+    first = [name for name in _not_killed(mutmut, scratch) if not earlier or name in only]
     if run.returncode == 0 and first:
-        subprocess.run([*mutmut, "run", "--max-children", "1", *first], cwd=scratch, capture_output=True, text=True)
+        subprocess.run([*mutmut, "run", "--max-children", str(max_children), *first], cwd=scratch,
+                       capture_output=True, text=True)
     seconds = time.perf_counter() - started
     subprocess.run([*mutmut, "export-cicd-stats"], cwd=scratch, capture_output=True, text=True)
     stats_path = scratch / "mutants" / "mutmut-cicd-stats.json"
@@ -108,18 +129,23 @@ def run_module(module: str, tests: Sequence[str], max_children: int, keep: bool)
         print(f"{module}: mutmut failed (exit {run.returncode}); scratch copy kept at {scratch}\n{tail}")
         return {"module": module, "error": run.returncode, "seconds": seconds}
     stats = json.loads(stats_path.read_text())
-    survivors = _not_killed(mutmut, scratch)
+    survivors = [name for name in _not_killed(mutmut, scratch) if not earlier or name in only]
     diffs = {name: subprocess.run([*mutmut, "show", name], cwd=scratch, capture_output=True, text=True).stdout
              for name in survivors}
     if keep:
         print(f"{module}: scratch copy kept at {scratch}")
     else:
         shutil.rmtree(scratch, ignore_errors=True)
-    killed = stats.get("killed", 0) + stats.get("timeout", 0)
-    total = stats.get("total", 0) - stats.get("skipped", 0)
+    if earlier:  # the other mutants were killed in the earlier run, and neither they nor the tests got weaker
+        total = earlier["total"]
+        killed = total - len(survivors)
+    else:
+        killed = stats.get("killed", 0) + stats.get("timeout", 0)
+        total = stats.get("total", 0) - stats.get("skipped", 0)
     return {"module": module, "total": total, "killed": killed, "survived": total - killed,
             "score": killed / total if total else 1.0, "seconds": seconds, "stats": stats,
-            "survivors": survivors, "diffs": diffs}
+            "survivors": survivors, "diffs": diffs, "source_sha256": _source_sha256(module),
+            "survivors_only": bool(earlier)}
 
 
 def main(argv: Sequence[str] = ()) -> int:
@@ -129,6 +155,9 @@ def main(argv: Sequence[str] = ()) -> int:
     parser.add_argument("--max-children", type=int, default=1, help="mutants tested at once (default 1)")
     parser.add_argument("--keep", action="store_true", help="keep each scratch copy (to run `mutmut browse`)")
     parser.add_argument("--report", type=Path, help="write every result, survivors' diffs included, as JSON")
+    parser.add_argument("--survivors-of", type=Path, metavar="REPORT",
+                        help="test again only the survivors listed in an earlier --report (after writing tests for "
+                             "them); refused for a module whose source changed since")
     args = parser.parse_args(list(argv))
     if args.list:
         for module, tests in MODULES.items():
@@ -137,10 +166,20 @@ def main(argv: Sequence[str] = ()) -> int:
     unknown = [m for m in args.modules if m not in MODULES]
     if unknown:
         parser.error(f"not a core module: {', '.join(unknown)}; see --list")
+    earlier: Dict[str, Dict[str, Any]] = {}
+    if args.survivors_of:
+        earlier = {r["module"]: r for r in json.loads(args.survivors_of.read_text()) if "error" not in r}
+        for module in args.modules or list(earlier):
+            if module not in earlier:
+                parser.error(f"{module} is not in {args.survivors_of}")
+            if earlier[module].get("source_sha256", _source_sha256(module)) != _source_sha256(module):
+                parser.error(f"{module} changed since {args.survivors_of}: its mutants are numbered anew; run it whole")
     results = []
-    for module in args.modules or list(MODULES):
-        result = run_module(module, MODULES[module], args.max_children, args.keep)
+    for module in args.modules or list(earlier or MODULES):
+        result = run_module(module, MODULES[module], args.max_children, args.keep, earlier.get(module))
         results.append(result)
+        if args.report:  # after each module, so a long run's finished modules can be read early
+            args.report.write_text(json.dumps(results, indent=1) + "\n")
         if "error" not in result:
             print(f"{module}: {result['killed']}/{result['total']} killed, score {result['score']:.1%}, "
                   f"{result['seconds']:.0f} s; survivors: {', '.join(result['survivors']) or 'none'}", flush=True)
@@ -151,8 +190,6 @@ def main(argv: Sequence[str] = ()) -> int:
         else:
             print(f"| {r['module']} | {r['total']} | {r['killed']} | {r['survived']} | {r['score']:.1%} | "
                   f"{r['seconds']:.0f} |")
-    if args.report:
-        args.report.write_text(json.dumps(results, indent=1) + "\n")
     return 1 if any("error" in r for r in results) else 0
 
 

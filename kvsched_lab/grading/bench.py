@@ -6,7 +6,8 @@ import time
 from pathlib import Path
 from typing import Dict
 
-from kvsched_lab.grading.grade import Reference, grade_submissions
+from kvsched_lab.grading.grade import grade_submissions
+from kvsched_lab.grading.verdict import Reference
 
 
 def _submissions(folder: Path, n: int) -> None:

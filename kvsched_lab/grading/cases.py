@@ -6,7 +6,7 @@ capacities, direct score probes, crafted heap states (`_edge_phase`: records sta
 ``last_used`` or only by priority, a live entry without its record, records of evicted keys,
 equal ``(priority, last_used)`` ties) and precision (`_precision_phase`: what rounding hides).
 Every plausible wrong answer fails at least one family; the grader scores each TODO by the share
-of cases passed per family (grade.py).
+of cases passed per family (verdict.py).
 
 Instructor-only: `kvsched release` leaves this package out of the student bundle.
 """
@@ -20,7 +20,7 @@ from kvsched_lab.grading.harness import Case
 SEED = 20251129  # fixed: the grader and the kernel must see the same cases
 
 
-def _random_ops(rng: random.Random, capacity: int, n: int, keys: List[str], sizes: List[int]) -> list:
+def _random_ops(rng: random.Random, n: int, keys: List[str], sizes: List[int]) -> list:
     """A sequence of touches with snapshots and score probes; sizes repeat, so priorities tie."""
     ops: list = []
     size_of: Dict[str, int] = {}
@@ -104,12 +104,12 @@ def hidden_cases() -> List[Case]:
         keys = [f"p{j}" for j in range(rng.randint(4, 16))]
         sizes = sorted({max(1, capacity // rng.choice([2, 3, 4, 5, 8, 10])) for _ in range(3)})
         cases.append(_case(f"random #{i + 1}", "random sequences",
-                           {"capacity": capacity, "ops": _random_ops(rng, capacity, rng.randint(40, 90), keys, sizes)}))
+                           {"capacity": capacity, "ops": _random_ops(rng, rng.randint(40, 90), keys, sizes)}))
     for i in range(3):
         capacity = rng.choice([60, 120, 240])
         keys = [f"t{j}" for j in range(8)]
         cases.append(_case(f"ties #{i + 1}", "ties in priority",
-                           {"capacity": capacity, "ops": _random_ops(rng, capacity, 60, keys, [capacity // 6])}))
+                           {"capacity": capacity, "ops": _random_ops(rng, 60, keys, [capacity // 6])}))
     for i, capacity in enumerate([50, 120]):
         third = capacity // 3
         ops = [["touch", "x", capacity], ["snapshot"], ["touch", "y", capacity], ["touch", "y", capacity],
@@ -138,12 +138,12 @@ def hidden_cases() -> List[Case]:
     for i, capacity in enumerate([1, 2, 3]):
         keys = ["u", "v", "w"]
         cases.append(_case(f"tiny capacity #{i + 1}", "tiny capacities",
-                           {"capacity": capacity, "ops": _random_ops(rng, capacity, 40, keys, list(range(1, capacity + 1)))}))
+                           {"capacity": capacity, "ops": _random_ops(rng, 40, keys, list(range(1, capacity + 1)))}))
     for i, capacity in enumerate([10 ** 9, 2 ** 40 + 7, 10 ** 6]):
         keys = [f"h{j}" for j in range(10)]
         sizes = [capacity // 3, capacity // 7 + 1, capacity // 1000 + 3, 1]
         cases.append(_case(f"large capacity #{i + 1}", "large capacities",
-                           {"capacity": capacity, "ops": _random_ops(rng, capacity, 60, keys, sizes)}))
+                           {"capacity": capacity, "ops": _random_ops(rng, 60, keys, sizes)}))
     for i in range(3):
         capacity = rng.choice([128, 500])
         ops = [["touch", "a", capacity // 4], ["touch", "b", capacity // 2], ["touch", "a", capacity // 4]]

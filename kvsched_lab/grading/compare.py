@@ -145,8 +145,8 @@ def error_of(got: Any) -> Optional[str]:
     """The exception a case's observations end with, if any."""
     if isinstance(got, list):
         for phase in got:
-            steps = phase.get("steps", []) if isinstance(phase, dict) else []
-            if steps and isinstance(steps[-1], list) and steps[-1][:1] == ["error"]:
+            steps = phase.get("steps") if isinstance(phase, dict) else None
+            if isinstance(steps, list) and steps and isinstance(steps[-1], list) and steps[-1][:1] == ["error"]:
                 return steps[-1][1]
     return None
 

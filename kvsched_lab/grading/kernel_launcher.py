@@ -17,7 +17,8 @@ import os
 import resource
 import sys
 
-REFUSED = ("solutions", "kvsched_lab.grading.grade", "kvsched_lab.grading.cases", "kvsched_lab.grading.release")
+REFUSED = ("solutions", "kvsched_lab.grading.grade", "kvsched_lab.grading.verdict", "kvsched_lab.grading.cases",
+           "kvsched_lab.grading.release")
 
 
 class _Refuse:

@@ -4,8 +4,10 @@ Two LRU lists of cached keys, T1 (seen once recently) and T2 (seen at least twic
 ghost lists of evicted keys, B1 and B2 (keys only). A hit moves a key to T2's MRU end. A miss
 that finds the key in B1 means "T1 was too small": the target size p of T1 grows; one found in
 B2 shrinks it. REPLACE evicts T1's LRU key into B1 when T1 is over p (or at p, for a B2 hit),
-else T2's LRU key into B2. The ghost lists are trimmed so that ``|T1| + |B1| <= c`` and
-``|T1| + |T2| + |B1| + |B2| <= 2c``. vLLM's CPU offload tier offers ARC next to LRU.
+else T2's LRU key into B2. The ghost lists are trimmed so that ``|T1| + |B1| <= c`` and, with
+blocks of one size (replays and the engine), ``|T1| + |T2| + |B1| + |B2| <= 2c`` as in the
+paper. With mixed sizes case IV.A, which trims only B1, can leave that total a few blocks' bytes
+over 2c. vLLM's CPU offload tier offers ARC next to LRU.
 
 Sizes are counted in bytes (c = capacity_bytes), and a ghost hit moves p by
 ``max(ratio, 1) * size``; with unit sizes this is exactly the paper's Figure 4. All list

@@ -9,8 +9,9 @@ order; each touch must be the next key of it.
 ``next_use[i]`` is the position of the next touch of ``future[i]``, or ``len(future) + i`` when
 there is none (never, farther than any real use; distinct, so records never tie). A max-heap of
 ``(-next_use, key)`` records with lazy deletion finds the farthest block in O(log n); a record is
-valid while it holds the key's current next use (unique, so it is its own version), and the heap
-is rebuilt when stale records outnumber live ones.
+valid while it holds the key's current next use (unique, so it is its own version). A stale record
+holds a use already made, so it never rises above a live one and is never popped as a victim;
+the heap is rebuilt when stale records outnumber live ones, to bound its size.
 """
 from __future__ import annotations
 
@@ -61,11 +62,10 @@ class BeladyPolicy(Policy):
             raise ValueError(f"touch #{self.time + 1} is {prefix!r}, but the future says {expected!r}")
 
     def _farthest(self) -> Tuple[int, Hashable]:
-        # Drop stale records from the top; the top is then the cached key used farthest ahead.
-        heap, next_of = self.heap, self.next_of
-        while next_of.get(heap[0][1]) != -heap[0][0]:
-            heappop(heap)
-        return -heap[0][0], heap[0][1]
+        # The top is always live: a stale record holds its key's earlier next use, a touch already
+        # made, while every live record holds a use still ahead, so no stale record is ever above
+        # a live one (the rebuild clears stale records only to bound memory).
+        return -self.heap[0][0], self.heap[0][1]
 
     def _push(self, key: Hashable) -> None:
         nxt = self.next_use[self.time - 1]
@@ -125,14 +125,10 @@ class BeladyPolicy(Policy):
                         emit((reuse, key))
                     else:
                         if cur + bytes_ > cap:
-                            while next_of.get(heap[0][1]) != -heap[0][0]:
-                                heappop(heap)
-                            if nxt > -heap[0][0]:
+                            if nxt > -heap[0][0]:  # the top is live: see `_farthest`
                                 emit((skip, key))
                                 continue
                             while cur + bytes_ > cap:
-                                while next_of.get(heap[0][1]) != -heap[0][0]:
-                                    heappop(heap)
                                 old = heappop(heap)[1]
                                 del next_of[old]
                                 cur -= entries.pop(old)

@@ -1,0 +1,220 @@
+"""One TODO's verdict: the reference's expected observations, and the points a learner's earn.
+
+The grader (grade.py) runs each submission's TODO code in a sandbox and gets back its
+observations of every hidden case (cases.py) as JSON. Here, in the grader's process, that data
+is checked (`validate`: only documented keys and types, learner text bounded), compared case by
+case with the reference's (compare.py), and turned into points (`judge`).
+
+Each TODO is worth `POINTS`, shared equally by the case families; within a family, by the share
+of its cases passed. The sum is rounded down to a whole point (`family_points`), so full marks
+need every case. See docs/grading.md.
+"""
+from __future__ import annotations
+
+import inspect
+import json
+import re
+from dataclasses import dataclass, field
+from fractions import Fraction
+from pathlib import Path
+from typing import Any, Dict, List, Optional
+
+import kvsched_lab
+from kvsched_lab.grading import harness
+from kvsched_lab.grading.cases import hidden_cases
+from kvsched_lab.grading.compare import errors_in, first_mismatch
+from kvsched_lab.grading.stubs import known_stubs
+from kvsched_lab.i18n.messages import Deferred as _  # feedback lines: rendered in --lang's language when written
+from kvsched_lab.scheduler import TODO_METHODS
+
+POINTS = 20  # per TODO; five TODOs make 100
+REPO = Path(kvsched_lab.__file__).resolve().parent.parent
+TEXT_CAP = 300  # characters of one learner-controlled message shown in feedback
+HEAD_CAP = 2000  # characters of a learner's printed output shown in feedback
+
+
+@dataclass
+class TodoGrade:
+    status: str  # passed | failed | not attempted | error | timed out
+    points: int = 0
+    passed: int = 0
+    total: int = 0
+    origin: str = ""
+    lines: List[str] = field(default_factory=list)  # feedback (`Deferred`: English until rendered in --lang)
+
+
+@dataclass
+class Reference:
+    """What every submission in a batch is compared with; computed once, in this process."""
+
+    cases: list
+    expected: Dict[str, list]  # TODO -> per case, the observations of the reference's method among the fakes
+    graded: Dict[str, List[int]]  # TODO -> the cases that tell its answer from its stand-in
+    stubs: dict
+
+    @classmethod
+    def build(cls) -> "Reference":
+        from solutions import KVCacheSchedulerSim
+
+        cases = hidden_cases()
+        # a JSON round trip, so expected and observed data have exactly the same types
+        stand_ins = json.loads(json.dumps([harness.run_case(harness.FakeScheduler, c, catch=False) for c in cases]))
+        expected, graded = {}, {}
+        for name, method in TODO_METHODS.items():
+            cls_ = harness.graded_class(method, inspect.getattr_static(KVCacheSchedulerSim, method))
+            expected[name] = json.loads(json.dumps([harness.run_case(cls_, c, catch=False) for c in cases]))
+            # A case where the stand-in shows the same as the reference (e.g. no eviction, for the stale
+            # TODO) cannot tell an answer from doing nothing: it does not count for that TODO.
+            graded[name] = [i for i, c in enumerate(cases)
+                            if first_mismatch(c, stand_ins[i], expected[name][i], name == "score") is not None]
+        return cls(cases, expected, graded, known_stubs(REPO / "notebooks"))
+
+
+_CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f\u200b-\u200f\u202a-\u202e\u2066-\u2069]")
+
+
+def bounded(text: Any, limit: int = TEXT_CAP) -> str:
+    """Learner-controlled text for one line of feedback: a string, no control characters, at most `limit`."""
+    text = _CONTROL.sub("?", str(text)).replace("\n", " ")
+    return text if len(text) <= limit else text[: limit - 3] + "..."
+
+
+def fenced(text: str, limit: int = HEAD_CAP) -> str:
+    """`text` as a Markdown code block that nothing inside it can close (bounded, control characters replaced)."""
+    body = _CONTROL.sub("?", text[:limit].replace("\r\n", "\n"))  # a CRLF is a line end; a lone CR is shown
+    longest = max((len(m) for m in re.findall(r"`+", body)), default=0)
+    fence = "`" * max(3, longest + 1)
+    return f"{fence}\n{body}\n{fence}"
+
+
+def family_points(counts: Dict[str, List[int]]) -> int:
+    """`POINTS` shared equally by the families, each by its share of cases passed; rounded down.
+
+    `counts`: family -> [cases passed, cases].
+    """
+    share = sum((Fraction(p, n) for p, n in counts.values()), Fraction(0)) / len(counts)
+    return int(POINTS * share)  # exact arithmetic: int() of a non-negative Fraction rounds down
+
+
+def families(cases: list, ok: List[bool]) -> Dict[str, List[int]]:
+    """Family -> [cases passed, cases], in case order."""
+    counts: Dict[str, List[int]] = {}
+    for case, good in zip(cases, ok):
+        c = counts.setdefault(case["family"], [0, 0])
+        c[0] += good
+        c[1] += 1
+    return counts
+
+
+def validate(raw: Optional[str], n: int, todo: str = "") -> Optional[dict]:
+    """A TODO's observations file from the sandbox as checked data, or None when it is not usable.
+
+    Only the documented keys and types are kept, strings bounded; observations stay as data for
+    compare.py, which never trusts them as a verdict. ``"by_harness"`` says whether the file has
+    what the harness always writes for `todo` (code that rewrote it through the kernel often lacks it).
+    """
+    try:
+        data = json.loads(raw) if isinstance(raw, str) else None
+    except (ValueError, RecursionError):  # garbled, or nested past what json can read back
+        return None
+    if not isinstance(data, dict) or not isinstance(data.get("cases", {}), dict):
+        return None
+    out: Dict[str, Any] = {"cases": {}}
+    for key, rec in data.get("cases", {}).items():
+        if isinstance(key, str) and key.isdigit() and int(key) < n and isinstance(rec, dict):
+            clean: Dict[str, Any] = {}
+            if isinstance(rec.get("obs"), list):
+                clean["obs"] = rec["obs"]
+            elif rec.get("timeout") is True:
+                clean["timeout"] = True
+            elif isinstance(rec.get("died"), str):
+                clean["died"] = bounded(rec["died"])
+            elif isinstance(rec.get("big"), int):
+                clean["big"] = rec["big"]
+            else:
+                continue
+            out["cases"][key] = clean
+    for key in ("load", "note", "stopped"):
+        if isinstance(data.get(key), str):
+            out[key] = bounded(data[key])
+    if data.get("stub") is True:
+        out["stub"] = True
+    out["out"] = data["out"] if isinstance(data.get("out"), int) and data["out"] >= 0 else 0
+    out["head"] = data["head"][:HEAD_CAP] if isinstance(data.get("head"), str) else ""
+    review = data.get("review") if isinstance(data.get("review"), list) else []
+    out["review"] = [bounded(r, 200) for r in review[: harness.MAX_REVIEW_NOTES] if isinstance(r, str)]
+    out["by_harness"] = data.get("todo") == todo and isinstance(data.get("elapsed"), (int, float))
+    return out
+
+
+def judge(todo: str, result: Optional[dict], ref: Reference) -> TodoGrade:
+    """The verdict on one TODO from its validated observations (None: the cell never finished)."""
+    picked = ref.graded[todo]
+    cases = [ref.cases[i] for i in picked]
+    n = len(cases)
+    if result is None:
+        return TodoGrade("error", total=n, lines=[_("The grading cell for this TODO did not finish.")])
+    if result.get("load"):
+        return TodoGrade("error", total=n, lines=[_("Your code could not be loaded: {why}", why=result["load"])])
+    if result.get("stub"):
+        return TodoGrade("not attempted", total=n, lines=[_("The method is the skeleton's unchanged stub.")])
+    every = harness.observed(result, len(ref.cases))
+    records = [every[i] for i in picked]
+    ok, observations, problems = [], [], {"timeout": 0, "died": 0, "big": 0, "not run": 0}
+    first = None
+    died_how = ""
+    for case, rec, want in zip(cases, records, [ref.expected[todo][i] for i in picked]):
+        if rec is None or "obs" not in rec:
+            kind = "not run" if rec is None else next(k for k in ("timeout", "died", "big") if k in rec)
+            problems[kind] += 1
+            died_how = died_how or (rec or {}).get("died", "")
+            ok.append(False)
+            observations.append(None)
+            continue
+        observations.append(rec["obs"])
+        try:
+            miss = first_mismatch(case, rec["obs"], want, score_todo=(todo == "score"))
+        except Exception:  # observations of an unexpected shape: a mismatch, whatever they hold
+            miss = None if rec["obs"] == want else first_mismatch(case, [], want)
+        ok.append(miss is None)
+        first = first or miss
+    passed = sum(ok)
+    errors = [bounded(e) for e in errors_in([o for o in observations if o is not None])]
+    failing = n - passed
+    by_family = families(cases, ok)
+    g = TodoGrade("failed", points=family_points(by_family), passed=passed, total=n)
+    if errors and len(errors) == failing and all(e.startswith("NotImplementedError") for e in errors) and not passed:
+        return TodoGrade("not attempted", total=n, lines=[_("Every case raised {error}", error=errors[0])])
+    if problems["timeout"]:
+        g.status = "timed out"
+    elif passed == n:
+        g.status = "passed"
+    elif not passed and (len(errors) == failing or problems["died"] + len(errors) == failing):
+        g.status = "error"
+    if passed == n:
+        g.lines.append(_("All {n} hidden cases passed.", n=n))
+    else:
+        failed = [f for f, (p, m) in by_family.items() if p < m]
+        g.lines.append(_("Passed {passed} of {n} hidden cases. By family: {families}.", passed=passed, n=n,
+                         families=", ".join(f"{fam} {p}/{m}" for fam, (p, m) in by_family.items())))
+        g.lines.append(_("Failing: {families}.", families="; ".join(failed)))
+    if problems["timeout"]:
+        g.lines.append(_("{count} case(s) ran out of time (an infinite loop, or far too slow).",
+                         count=problems["timeout"]))
+    if problems["died"]:
+        g.lines.append(_("{count} case(s) ended the grading process: {how}.", count=problems["died"], how=died_how))
+    if problems["big"]:
+        g.lines.append(_("{count} case(s) produced far too much data to compare.", count=problems["big"]))
+    if problems["not run"]:
+        g.lines.append(_("{count} case(s) were not run ({why}).", count=problems["not run"],
+                         why=result["stopped"] if "stopped" in result else _("the cell stopped")))
+    if errors:
+        g.lines.append(_("{count} case(s) raised an exception; the first: {error}", count=len(errors), error=errors[0]))
+    if first is not None:
+        g.lines.append(_("First difference from the reference:\n\n{difference}", difference=fenced(first.text())))
+    if result.get("note"):
+        g.lines.append(_("Note: {note}.", note=result["note"]))
+    if result.get("out"):
+        g.lines.append(_("Your code printed {count} characters while graded (output is discarded); it began:\n\n{head}",
+                         count=result["out"], head=fenced(result.get("head", "")[:300])))
+    return g

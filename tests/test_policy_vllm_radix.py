@@ -281,3 +281,20 @@ def test_the_engine_with_real_kv_blocks_follows_both(name):
                          check_every=5)
     expected = make_policy(name, 8).replay_requests(lists, 1)
     assert out["protocol_hit_blocks"] == sum(expected) > 0 and out["max_abs_logit_diff"] <= 1e-4
+
+
+def test_vllm_snapshot_lists_pinned_blocks_then_the_free_queue_from_its_back():
+    """Traced by hand: request [a, b] ends, so its blocks join the free queue tail first (b, then
+    a: b is the next victim); request [c] pins c. The snapshot puts the last to be evicted first."""
+    p = make_policy("vllm", 10)
+    assert (p.pinned_bytes, p.pinned, list(p.free)) == (0, {}, [])
+    p.begin_request(["a", "b"])
+    p.touch_in_request("a", 1, 1, False)
+    p.touch_in_request("b", 1, 2, True)
+    p.begin_request(["c"])
+    p.touch_in_request("c", 2, 1, True)
+    assert list(p.free) == ["b", "a"] and p.pinned_bytes == 2
+    assert p.snapshot() == [("c", 2, "pinned"), ("a", 1, "free"), ("b", 1, "free")]
+    with pytest.raises(TypeError):
+        p.touch(["unhashable"], 1)  # refused before the request in progress is ended
+    assert p.snapshot() == [("c", 2, "pinned"), ("a", 1, "free"), ("b", 1, "free")] and p.pinned_bytes == 2

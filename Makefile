@@ -51,7 +51,7 @@ system-deps:
 test: setup system-deps
 	$(BIN)/python -m pytest tests
 
-# Mutation testing, slow and not part of `make test` (docs/testing.md). MODULE=kvsched_lab/engine.py
+# Mutation testing, slow and not part of `make test` (docs/testing.md). MODULE=kvsched_lab/kv/engine.py
 # (or several, space-separated) runs only those; ARGS="--max-children 2" etc. go to tools/mutation.py.
 MUTMUT_SPEC ?= mutmut==3.8.1
 MODULE ?=

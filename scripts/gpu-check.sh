@@ -83,7 +83,7 @@ t_tests=$(( $(date +%s) - t0 ))
 
 # 2. The real-KV replay, the logits bound and the prefill ratio on the GPU (one summary).
 t0=$(date +%s)
-"$PYTHON" -m kvsched_lab.gpu_check --device "$DEVICE" --require-cuda --replay-requests "$REPLAY_REQUESTS" \
+"$PYTHON" -m kvsched_lab.cli.gpu_check --device "$DEVICE" --require-cuda --replay-requests "$REPLAY_REQUESTS" \
   --json "$OUT/gpu-check.json" >"$OUT/gpu-check.txt" 2>"$OUT/gpu-check.err"
 [ $? -eq 0 ] || FAILED+=("real-KV check")
 t_check=$(( $(date +%s) - t0 ))

@@ -1,6 +1,6 @@
 """Reference KVCacheSchedulerSim: the seed chapter's scheduler, TODOs 1-5 answered.
 
-State and `schedule` are the chapter's given code, kept in `kvsched_lab.scheduler`.
+State and `schedule` are the chapter's given code, kept in `kvsched_lab.sim.scheduler`.
 
 Behaviour is the chapter's exactly (same log, same snapshot, same heap records); the only
 additions are input checks that reject bad calls before any state changes. Each TODO stays
@@ -11,7 +11,7 @@ from __future__ import annotations
 import heapq
 from typing import Hashable, List, Tuple
 
-from kvsched_lab.scheduler import CacheEntry, SchedulerSkeleton
+from kvsched_lab.sim.scheduler import CacheEntry, SchedulerSkeleton
 
 
 class KVCacheSchedulerSim(SchedulerSkeleton):

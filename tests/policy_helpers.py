@@ -1,5 +1,5 @@
 """Shared by the policy tests: a learner-style policy and the replay protocol one touch at a time."""
-from kvsched_lab.policies import Policy
+from kvsched_lab.sim.policies import Policy
 
 
 class MostRecent(Policy):

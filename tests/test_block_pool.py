@@ -6,9 +6,9 @@ from collections import deque
 import pytest
 import torch
 
-from kvsched_lab.block_pool import BlockAllocator, KVBlockPool
-from kvsched_lab.device import default_dtype, try_gpu
-from kvsched_lab.model_configs import (MODEL_KV_SPECS, kv_bytes_per_token, model_kv_bytes_per_block,
+from kvsched_lab.kv.block_pool import BlockAllocator, KVBlockPool
+from kvsched_lab.kv.device import default_dtype, try_gpu
+from kvsched_lab.kv.model_configs import (MODEL_KV_SPECS, kv_bytes_per_token, model_kv_bytes_per_block,
                                        model_kv_bytes_per_token)
 
 

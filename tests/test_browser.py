@@ -29,7 +29,7 @@ from pathlib import Path
 
 import pytest
 
-from kvsched_lab.todos import fill_todos, read_notebook, reference_sources, write_notebook
+from kvsched_lab.course.todos import fill_todos, read_notebook, reference_sources, write_notebook
 
 ROOT = Path(__file__).resolve().parents[1]
 CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"

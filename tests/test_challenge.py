@@ -4,9 +4,9 @@ import random
 
 import pytest
 
-from kvsched_lab import leaderboard as lb
-from kvsched_lab.policies import POLICIES
-from kvsched_lab.traces import Request, save_trace, synthetic_trace
+from kvsched_lab.course import leaderboard as lb
+from kvsched_lab.sim.policies import POLICIES
+from kvsched_lab.sim.traces import Request, save_trace, synthetic_trace
 from policy_helpers import MostRecent
 
 
@@ -108,7 +108,7 @@ def test_belady_on_the_whole_sequence_is_not_a_bound_on_its_second_part():
     # One block of cache: MIN keeps a (used again at 4) and bypasses b (used again at 6), so it
     # has no hit after the split at 5; keeping b instead wins the one hit that counts.
     flat = ["a", "b", "x", "a", "y", "b"]
-    from kvsched_lab.policies.belady import BeladyPolicy
+    from kvsched_lab.sim.policies.belady import BeladyPolicy
 
     sim = BeladyPolicy(1, future=flat)
     sim.replay_requests([[k] for k in flat[:5]], 1)

@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 
 import kvsched_lab.course as lab
-from kvsched_lab.todos import load_method, reference_sources
+from kvsched_lab.course.todos import load_method, reference_sources
 
 sys.path.insert(0, str(Path(__file__).parent / "grading_cases"))
 from variants import Wrong  # noqa: E402

@@ -123,7 +123,7 @@ import ipywidgets
 assert ipywidgets.__version__ == "7.7.1", ipywidgets.__version__
 import matplotlib
 matplotlib.use("Agg")
-from kvsched_lab import plots, widgets
+from kvsched_lab.course import plots, widgets
 import kvsched_lab.course as lab
 from kvsched_lab.course import answers_io
 

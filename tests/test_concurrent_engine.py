@@ -10,7 +10,7 @@ import pytest
 
 from kvsched_lab.kv.block_manager import RefCountedBlockManager
 from kvsched_lab.kv.concurrent import ConcurrentConfig, ConcurrentEngine, run_concurrent
-from kvsched_lab.model import TinyDecoder, TinyDecoderConfig
+from kvsched_lab.kv.model import TinyDecoder, TinyDecoderConfig
 
 BS = 4
 CFG = TinyDecoderConfig(vocab_size=64, dim=32, num_layers=2, num_heads=4, num_kv_heads=2, head_dim=8,
@@ -164,7 +164,7 @@ def test_a_trace_with_one_request_too_long_for_the_pool_queues_nothing():
 
 
 def test_cli_concurrent_mode(capsys):
-    from kvsched_lab.cli import main
+    from kvsched_lab.cli.main import main
 
     args = ["replay", "--trace", "synthetic", "--policy", "vllm", "--concurrent", "--capacity-blocks", "600",
             "--tokens-per-block", "4", "--max-requests", "3", "--max-output-tokens", "3", "--device", "cpu",

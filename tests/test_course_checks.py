@@ -19,8 +19,8 @@ import kvsched_lab.course as lab
 from kvsched_lab.course.hints import HINTS
 from kvsched_lab.i18n import LANG_ENV
 from kvsched_lab.i18n.messages import catalogue
-from kvsched_lab.scheduler import ALL_TODO_METHODS, TODO_METHODS, SchedulerSkeleton
-from kvsched_lab.todos import load_method, reference_sources
+from kvsched_lab.sim.scheduler import ALL_TODO_METHODS, TODO_METHODS, SchedulerSkeleton
+from kvsched_lab.course.todos import load_method, reference_sources
 from i18n_helpers import assert_same_message_in_chinese
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -188,7 +188,7 @@ def test_answers_round_trip_and_my_scheduler_builds_the_learners_class(answers, 
 
 
 def test_my_scheduler_falls_back_with_one_clear_line(answers, capsys):
-    from kvsched_lab.policies import POLICIES
+    from kvsched_lab.sim.policies import POLICIES
 
     assert lab.my_scheduler() is POLICIES["seed"]
     out = capsys.readouterr().out.strip().splitlines()
@@ -362,7 +362,7 @@ def _reference_answer_line(name):
 
 
 def _stub_source(name):
-    from kvsched_lab.todos import cell_source, read_notebook, tagged_cells
+    from kvsched_lab.course.todos import cell_source, read_notebook, tagged_cells
 
     for path in sorted((ROOT / "notebooks").glob("*.ipynb")):
         nb = read_notebook(path)
@@ -452,7 +452,7 @@ def test_course_module_holds_no_reference_lines():
 def test_fallback_is_seed_here_and_lru_where_seed_is_withheld(monkeypatch, tmp_path, capsys):
     """The student release withholds seed (kvsched release); my_scheduler then gives LRU, labelled."""
     import kvsched_lab.course as lab
-    import kvsched_lab.policies as policies
+    import kvsched_lab.sim.policies as policies
 
     monkeypatch.setenv("KVSCHED_ANSWERS", str(tmp_path))
     assert lab.my_scheduler() is policies.POLICIES["seed"] and lab.is_chapter_scheduler(policies.POLICIES["seed"])
@@ -559,7 +559,7 @@ def test_aging_scheduler_fast_replay_matches_touch_by_touch():
     import random
 
     from kvsched_lab.course.aging import AgingScheduler
-    from kvsched_lab.policies.base import generic_replay_requests
+    from kvsched_lab.sim.policies.base import generic_replay_requests
     from solutions.aging import _aged_score
 
     rng = random.Random(5)

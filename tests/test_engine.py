@@ -12,12 +12,12 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from kvsched_lab import check_invariants
-from kvsched_lab.engine import PrefixCacheEngine, SchedulerEventError, block_id_tokens, chain_block_keys
-from kvsched_lab.events import ADD, EVICT, REUSE, SKIP, EventLog
-from kvsched_lab.model import TinyDecoder, TinyDecoderConfig
-from kvsched_lab.model_configs import model_kv_bytes_per_block
-from kvsched_lab.policies import make_policy
-from kvsched_lab.real_kv import real_kv_replay
+from kvsched_lab.kv.engine import PrefixCacheEngine, SchedulerEventError, block_id_tokens, chain_block_keys
+from kvsched_lab.sim.events import ADD, EVICT, REUSE, SKIP, EventLog
+from kvsched_lab.kv.model import TinyDecoder, TinyDecoderConfig
+from kvsched_lab.kv.model_configs import model_kv_bytes_per_block
+from kvsched_lab.sim.policies import make_policy
+from kvsched_lab.kv.real_kv import real_kv_replay
 from solutions import KVCacheSchedulerSim
 
 BS = 4  # tokens per block

@@ -9,9 +9,9 @@ from pathlib import Path
 import pytest
 import torch
 
-from kvsched_lab import gpu_check
-from kvsched_lab.model import TinyDecoder, TinyDecoderConfig
-from kvsched_lab.gpu_check import GpuCheckSettings, run_gpu_check, summary_lines
+from kvsched_lab.cli.main import gpu_check
+from kvsched_lab.kv.model import TinyDecoder, TinyDecoderConfig
+from kvsched_lab.cli.gpu_check import GpuCheckSettings, run_gpu_check, summary_lines
 
 ROOT = Path(__file__).resolve().parents[1]
 SMALL = GpuCheckSettings(device="cpu", replay_requests=6, replay_capacity_blocks=500, kv_tokens=64, kv_dim=64,

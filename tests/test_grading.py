@@ -26,8 +26,8 @@ from kvsched_lab.grading.intake import discover
 from kvsched_lab.grading.sandbox import probe
 from kvsched_lab.grading.submissions import load
 from kvsched_lab.grading.stubs import known_stubs
-from kvsched_lab.scheduler import TODO_METHODS
-from kvsched_lab.todos import fill_todos, read_notebook, reference_sources, tagged_cells, write_notebook
+from kvsched_lab.sim.scheduler import TODO_METHODS
+from kvsched_lab.course.todos import fill_todos, read_notebook, reference_sources, tagged_cells, write_notebook
 
 sys.path.insert(0, str(Path(__file__).parent / "grading_cases"))
 import variants as v  # noqa: E402
@@ -379,11 +379,11 @@ def test_release_builds_a_bundle_that_verifies_itself(release):
 
     out, code, base = release
     assert code == 0
-    assert (out / "kvsched_lab" / "scheduler.py").is_file() and (out / "README.md").is_file()
+    assert (out / "kvsched_lab" / "sim" / "scheduler.py").is_file() and (out / "README.md").is_file()
     assert (out / "docs" / "policy-notes.md").read_text() == (ROOT / "docs" / "policy-notes.md").read_text()
     for gone in ("solutions", "tests", "kvsched_lab/grading", *WITHHELD_FILES):
         assert not (out / gone).exists(), gone
-    assert set(WITHHELD_FILES) == {"kvsched_lab/policies/seed.py", "kvsched_lab/policies/seed_compact.py"}
+    assert set(WITHHELD_FILES) == {"kvsched_lab/sim/policies/seed.py", "kvsched_lab/sim/policies/seed_compact.py"}
     nb = read_notebook(out / "notebooks" / "02_score.ipynb")
     assert all(c.get("outputs", []) == [] and c.get("execution_count") is None for c in nb["cells"]
                if c["cell_type"] == "code")
@@ -427,24 +427,24 @@ def test_release_makefile_has_check_and_no_tests_target(release):
 
     out, _, _ = release
     makefile = (out / "Makefile").read_text()
-    assert "pytest tests" not in makefile and "\ncheck: setup\n\t$(BIN)/python -m kvsched_lab.selfcheck notebooks" in makefile
+    assert "pytest tests" not in makefile and "\ncheck: setup\n\t$(BIN)/python -m kvsched_lab.cli.selfcheck notebooks" in makefile
     assert "\nlab: setup\n" in makefile, "make lab is kept as it is"
     assert "make check" in (out / "README.md").read_text()
     if shutil.which("make"):
         proc = subprocess.run(["make", "-s", "test"], cwd=out, capture_output=True, text=True, timeout=60)
         assert proc.returncode == 0 and "make check" in proc.stdout, proc.stdout + proc.stderr
         dry = subprocess.run(["make", "-n", "check"], cwd=out, capture_output=True, text=True, timeout=60)
-        assert dry.returncode == 0 and "kvsched_lab.selfcheck notebooks" in dry.stdout, dry.stderr
+        assert dry.returncode == 0 and "kvsched_lab.cli.selfcheck notebooks" in dry.stdout, dry.stderr
     # the verification catches a withheld file or a tests/ target put back
-    shutil.copyfile(ROOT / "kvsched_lab" / "policies" / "seed.py", out / "kvsched_lab" / "policies" / "seed.py")
+    shutil.copyfile(ROOT / "kvsched_lab" / "sim" / "policies" / "seed.py", out / "kvsched_lab" / "sim" / "policies" / "seed.py")
     with open(out / "Makefile", "a") as f:
         f.write("\nunit:\n\tpytest tests\n")
     try:
         problems = forbidden_paths(out)
-        assert any("kvsched_lab/policies/seed.py is in the bundle (withheld" in p for p in problems), problems
+        assert any("kvsched_lab/sim/policies/seed.py is in the bundle (withheld" in p for p in problems), problems
         assert any("Makefile line" in p and "tests/" in p for p in problems), problems
     finally:
-        (out / "kvsched_lab" / "policies" / "seed.py").unlink()
+        (out / "kvsched_lab" / "sim" / "policies" / "seed.py").unlink()
         (out / "Makefile").write_text(makefile)
 
 
@@ -456,9 +456,10 @@ sys.path.pop(0)
 kernel_launcher.isolate({bundle!r})
 os.environ["KVSCHED_ANSWERS"] = tempfile.mkdtemp()
 import kvsched_lab.course as lab
-from kvsched_lab import bench, leaderboard, plots, widgets
-from kvsched_lab.policies import POLICIES, make_policy
-from kvsched_lab.traces import synthetic_trace
+from kvsched_lab.cli.main import bench
+from kvsched_lab.course import leaderboard, plots, widgets
+from kvsched_lab.sim.policies import POLICIES, make_policy
+from kvsched_lab.sim.traces import synthetic_trace
 out = {{"file": lab.__file__, "policies": list(POLICIES), "default": leaderboard.default_policies()}}
 try:
     make_policy("seed", 64)
@@ -565,7 +566,7 @@ def test_release_ships_a_complete_and_current_chinese_edition(tmp_path):
 def test_grade_refuses_without_a_sandbox_unless_told(monkeypatch, tmp_path, capsys):
     """Where bubblewrap cannot run, `kvsched grade` stops and says how to enable it or go without;
     `kvsched doctor` says the same. (A probe that fails is simulated: here it may well work.)"""
-    from kvsched_lab.doctor import diagnose
+    from kvsched_lab.cli.doctor import diagnose
     from kvsched_lab.grading import sandbox
 
     monkeypatch.setattr(sandbox, "probe", lambda: (False, "bubblewrap (bwrap) is not installed"))

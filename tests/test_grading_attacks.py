@@ -23,7 +23,7 @@ import pytest
 from kvsched_lab.grading import grade_main
 from kvsched_lab.grading.release import forbidden_lines
 from kvsched_lab.grading.sandbox import SANDBOX_UID_BASE, probe
-from kvsched_lab.scheduler import TODO_METHODS
+from kvsched_lab.sim.scheduler import TODO_METHODS
 
 sys.path.insert(0, str(Path(__file__).parent / "grading_cases"))
 import variants as v  # noqa: E402

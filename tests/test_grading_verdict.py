@@ -22,8 +22,8 @@ from kvsched_lab.grading.cases import hidden_cases
 from kvsched_lab.grading.compare import Mismatch, describe_op, error_of, errors_in, first_mismatch, same
 from kvsched_lab.grading.verdict import (HEAD_CAP, POINTS, TEXT_CAP, Reference, bounded, families, family_points,
                                          fenced, judge, validate)
-from kvsched_lab.scheduler import TODO_METHODS
-from kvsched_lab.todos import load_method
+from kvsched_lab.sim.scheduler import TODO_METHODS
+from kvsched_lab.course.todos import load_method
 
 sys.path.insert(0, str(Path(__file__).parent / "grading_cases"))
 import variants as v  # noqa: E402

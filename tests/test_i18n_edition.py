@@ -28,7 +28,7 @@ from kvsched_lab.i18n.notebooks import (
     untranslated_messages, zh_path_for,
 )
 from kvsched_lab.i18n.po import read_po
-from kvsched_lab.todos import cell_source, read_notebook, write_notebook
+from kvsched_lab.course.todos import cell_source, read_notebook, write_notebook
 
 ROOT = Path(__file__).resolve().parents[1]
 NOTEBOOKS = english_notebooks(ROOT)
@@ -203,7 +203,7 @@ def test_a_zh_submission_gets_the_same_grade_row_as_the_same_answers_in_english(
     import csv
 
     from kvsched_lab.grading import grade_main
-    from kvsched_lab.todos import fill_todos, reference_sources
+    from kvsched_lab.course.todos import fill_todos, reference_sources
 
     refs = reference_sources()
     answer_sets = {"full": refs, "partial": {k: refs[k] for k in ("score", "stale")}}

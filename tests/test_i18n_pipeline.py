@@ -10,12 +10,12 @@ import os
 import polib
 import pytest
 
-from kvsched_lab.cli import main
+from kvsched_lab.cli.main import main
 from kvsched_lab.i18n import LANG_ENV, _, get_language, set_language
 from kvsched_lab.i18n.code_shape import shape_difference
 from kvsched_lab.i18n.notebooks import SETUP_LINE, build_notebook, update_po
 from kvsched_lab.i18n.po import read_po
-from kvsched_lab.todos import read_notebook, write_notebook
+from kvsched_lab.course.todos import read_notebook, write_notebook
 
 
 def _nb(*cells):

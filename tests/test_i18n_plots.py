@@ -10,10 +10,10 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 import pytest  # noqa: E402
 
-from kvsched_lab import plots, widgets  # noqa: E402
+from kvsched_lab.course import plots, widgets  # noqa: E402
 from kvsched_lab.i18n import LANG_ENV  # noqa: E402
 from kvsched_lab.i18n.fonts import cjk_font, font_rc, plot_language  # noqa: E402
-from kvsched_lab.traces import synthetic_trace  # noqa: E402
+from kvsched_lab.sim.traces import synthetic_trace  # noqa: E402
 from solutions import KVCacheSchedulerSim  # noqa: E402
 
 CHAPTER = [("a", 40), ("b", 48), ("a", 40), ("c", 56), ("d", 48), ("a", 40)]
@@ -96,7 +96,7 @@ def test_a_chinese_title_is_drawn_with_the_cjk_font(monkeypatch):
 
 def test_widgets_leaderboard_and_doctor_speak_the_learners_language(monkeypatch):
     from kvsched_lab import leaderboard as lb
-    from kvsched_lab.doctor import diagnose, report
+    from kvsched_lab.cli.doctor import diagnose, report
 
     segments = widgets.explorer_trace(150, seed=0)
     reqs = lb.trace_requests([[k] for k in "abcabcabc"])

@@ -9,8 +9,8 @@ import torch
 from torch.nn.attention import SDPBackend, sdpa_kernel
 from torch.utils.flop_counter import FlopCounterMode
 
-from kvsched_lab.block_pool import KVBlockPool
-from kvsched_lab.model import RMSNorm, TinyDecoder, TinyDecoderConfig, apply_rope, rope_tables
+from kvsched_lab.kv.block_pool import KVBlockPool
+from kvsched_lab.kv.model import RMSNorm, TinyDecoder, TinyDecoderConfig, apply_rope, rope_tables
 
 FP32_TOL = 1e-4
 # fp16 on the GPU: unit roundoff 2^-11 ~ 4.9e-4 and logits up to ~5 after RMSNorm and the

@@ -34,8 +34,8 @@ import pytest
 from kvsched_lab.course.checks import NotAttempted, grade
 from kvsched_lab.course.hints import HINTS_FILENAME
 from kvsched_lab.course.practice import check_practice
-from kvsched_lab.scheduler import ALL_TODO_METHODS, OPTIONAL_TODO_METHODS, TODO_METHODS
-from kvsched_lab.todos import (
+from kvsched_lab.sim.scheduler import ALL_TODO_METHODS, OPTIONAL_TODO_METHODS, TODO_METHODS
+from kvsched_lab.course.todos import (
     PRACTICE_FUNCTIONS, cell_source, fill_todos, load_method, load_practice, practice_reference_sources,
     read_notebook, reference_sources, tagged_cells, todo_sources, write_notebook,
 )

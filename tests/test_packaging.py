@@ -8,7 +8,7 @@ if sys.version_info >= (3, 11):
 else:  # pragma: no cover - Python 3.10
     import tomli as tomllib
 
-from kvsched_lab.cli import main
+from kvsched_lab.cli.main import main
 
 ROOT = Path(__file__).resolve().parents[1]
 # conda names that differ from PyPI names

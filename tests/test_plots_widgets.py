@@ -9,11 +9,11 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 import pytest  # noqa: E402
 
-from kvsched_lab import leaderboard as lb  # noqa: E402
-from kvsched_lab import plots, widgets  # noqa: E402
-from kvsched_lab.policies import make_policy  # noqa: E402
-from kvsched_lab.policies.seed import SeedPolicy  # noqa: E402
-from kvsched_lab.traces import synthetic_trace  # noqa: E402
+from kvsched_lab.course import leaderboard as lb  # noqa: E402
+from kvsched_lab.course import plots, widgets  # noqa: E402
+from kvsched_lab.sim.policies import make_policy  # noqa: E402
+from kvsched_lab.sim.policies.seed import SeedPolicy  # noqa: E402
+from kvsched_lab.sim.traces import synthetic_trace  # noqa: E402
 from policy_helpers import MostRecent  # noqa: E402
 from solutions import KVCacheSchedulerSim  # noqa: E402
 
@@ -327,7 +327,7 @@ def test_leaderboard_takes_a_learner_class_and_labels_it():
 
 
 def test_heap_growth_takes_labelled_classes_and_skips_withheld_names(monkeypatch, capsys):
-    import kvsched_lab.policies as policies
+    import kvsched_lab.sim.policies as policies
 
     ids = [r.hash_ids for r in synthetic_trace(60, seed=1)]
     growth = plots.record_heap_growth(ids, capacity_blocks=100, samples=10, policies={"mine": SeedPolicy})

@@ -14,9 +14,9 @@ import pytest
 from hypothesis import given, settings, strategies as st
 
 from kvsched_lab import check_invariants
-from kvsched_lab.policies import POLICIES, make_policy
-from kvsched_lab.policies.belady import next_uses
-from kvsched_lab.policies.gdsf import LLAMA3_8B_COST_SCALE as GDSF_SCALE, GDSFPolicy, block_cost
+from kvsched_lab.sim.policies import POLICIES, make_policy
+from kvsched_lab.sim.policies.belady import next_uses
+from kvsched_lab.sim.policies.gdsf import LLAMA3_8B_COST_SCALE as GDSF_SCALE, GDSFPolicy, block_cost
 from policy_helpers import MostRecent, replay_by_touch
 from solutions import KVCacheSchedulerSim
 
@@ -542,7 +542,7 @@ def test_help_policy_shows_a_worked_mru_example_that_runs_as_printed():
     import pydoc
     import textwrap
 
-    from kvsched_lab.policies import Policy
+    from kvsched_lab.sim.policies import Policy
 
     text = pydoc.render_doc(Policy, renderer=pydoc.plaintext)
     assert "class MRU(Policy)" in text and "def victim(self)" in text

@@ -10,7 +10,7 @@ traced by hand from the module docstring, and run both through ``touch`` (the ho
 """
 import pytest
 
-from kvsched_lab.policies import make_policy
+from kvsched_lab.sim.policies import make_policy
 
 
 def finish(policy, keys, bytes_, path):

@@ -8,8 +8,8 @@ from __future__ import annotations
 
 import pytest
 
-from kvsched_lab.policies import LRUPolicy, Policy
-from kvsched_lab.policies.base import PromptAwarePolicy, generic_replay_requests
+from kvsched_lab.sim.policies import LRUPolicy, Policy
+from kvsched_lab.sim.policies.base import PromptAwarePolicy, generic_replay_requests
 from policy_helpers import MostRecent
 
 

@@ -1,4 +1,4 @@
-"""Belady's MIN with bypass (kvsched_lab/policies/belady.py): its messages, snapshot, input and records.
+"""Belady's MIN with bypass (kvsched_lab/sim/policies/belady.py): its messages, snapshot, input and records.
 
 tests/test_policies.py checks Belady's log against a model, its hits against an exhaustive
 optimum and its fast replay against the touch loop. This file pins the rest: each error says
@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import pytest
 
-from kvsched_lab.policies.belady import BeladyPolicy
+from kvsched_lab.sim.policies.belady import BeladyPolicy
 from policy_helpers import replay_by_touch
 
 SLACK = 64  # records a heap may hold beyond twice its live blocks before it is rebuilt

@@ -1,4 +1,4 @@
-"""GDSF (kvsched_lab/policies/gdsf.py): its cost scale, its H values, its heap records and rebuilds.
+"""GDSF (kvsched_lab/sim/policies/gdsf.py): its cost scale, its H values, its heap records and rebuilds.
 
 tests/test_policies.py checks GDSF's log against a model and its fast replay against the touch
 loop. This file pins what those leave open: the prefill cost scale `D` for any model shape (the
@@ -15,7 +15,7 @@ import random
 
 import pytest
 
-from kvsched_lab.policies.gdsf import GDSFPolicy, prefill_cost_scale
+from kvsched_lab.sim.policies.gdsf import GDSFPolicy, prefill_cost_scale
 from policy_helpers import replay_by_touch
 
 BLOCK_TOKENS = 512  # Mooncake's block size, which the module's cost formula assumes

@@ -8,7 +8,7 @@ and through ``replay_requests`` (the inlined loop), which must end in the same s
 """
 import pytest
 
-from kvsched_lab.policies import make_policy
+from kvsched_lab.sim.policies import make_policy
 
 
 def run(policy, keys, path):

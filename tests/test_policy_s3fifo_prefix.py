@@ -1,4 +1,4 @@
-"""Prefix-aware S3-FIFO (kvsched_lab/policies/s3fifo_prefix.py): model, fast path (bad input: test_policies)."""
+"""Prefix-aware S3-FIFO (kvsched_lab/sim/policies/s3fifo_prefix.py): model, fast path (bad input: test_policies)."""
 from __future__ import annotations
 
 import random
@@ -6,7 +6,7 @@ import random
 from hypothesis import given, settings, strategies as st
 
 from kvsched_lab import check_invariants
-from kvsched_lab.policies.s3fifo_prefix import GHOST_FACTOR, SMALL_SHARE, PrefixS3FIFOPolicy
+from kvsched_lab.sim.policies.s3fifo_prefix import GHOST_FACTOR, SMALL_SHARE, PrefixS3FIFOPolicy
 from policy_helpers import replay_by_touch
 
 FAST = settings(max_examples=200, deadline=None)

@@ -1,4 +1,4 @@
-"""Repeat-aware S3-FIFO (kvsched_lab/policies/s3fifo_repeat.py): model, fast path, rules (bad input: test_policies)."""
+"""Repeat-aware S3-FIFO (kvsched_lab/sim/policies/s3fifo_repeat.py): model, fast path, rules (bad input: test_policies)."""
 from __future__ import annotations
 
 import random
@@ -6,7 +6,7 @@ import random
 from hypothesis import given, settings, strategies as st
 
 from kvsched_lab import check_invariants
-from kvsched_lab.policies.s3fifo_repeat import GHOST_FACTOR, REPEAT_BONUS, SMALL_SHARE, RepeatS3FIFOPolicy
+from kvsched_lab.sim.policies.s3fifo_repeat import GHOST_FACTOR, REPEAT_BONUS, SMALL_SHARE, RepeatS3FIFOPolicy
 from policy_helpers import replay_by_touch
 
 FAST = settings(max_examples=200, deadline=None)

@@ -3,7 +3,7 @@
 The model tests (tests/test_policies.py) compare logs; these pin each policy's `snapshot` order
 against the eviction order worked out by hand, and check that it is the order evictions follow.
 """
-from kvsched_lab.policies import make_policy
+from kvsched_lab.sim.policies import make_policy
 
 
 def test_fifo_snapshot_is_newest_insertion_first_and_hits_change_nothing():
@@ -38,7 +38,7 @@ def test_lfu_snapshot_is_most_hits_first_then_most_recent():
 
 def test_record_counts_after_a_fast_replay_match_the_records_and_the_touch_loop():
     """The fast replay loops keep their own record counter: it must end where touching ends."""
-    from kvsched_lab.traces import synthetic_trace
+    from kvsched_lab.sim.traces import synthetic_trace
 
     ids = [r.hash_ids for r in synthetic_trace(150, seed=4)]
     # Plain seed keeps stale records until popped; seed-compact keeps one per live entry.

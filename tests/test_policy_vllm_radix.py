@@ -1,4 +1,4 @@
-"""`vllm` and `radix` (kvsched_lab/policies/vllm.py, radix.py): brute-force models, fast paths, rules, bad input.
+"""`vllm` and `radix` (kvsched_lab/sim/policies/vllm.py, radix.py): brute-force models, fast paths, rules, bad input.
 
 The models are naive transcriptions of the issue's semantics (lists, linear scans, the whole
 tree searched for leaves); the policies must log exactly what they log, request by request, on
@@ -16,9 +16,9 @@ import pytest
 from hypothesis import given, settings, strategies as st
 
 from kvsched_lab import check_invariants
-from kvsched_lab.policies import make_policy
-from kvsched_lab.policies.radix import RadixPolicy
-from kvsched_lab.policies.vllm import VLLMPolicy
+from kvsched_lab.sim.policies import make_policy
+from kvsched_lab.sim.policies.radix import RadixPolicy
+from kvsched_lab.sim.policies.vllm import VLLMPolicy
 from policy_helpers import replay_by_touch
 
 FAST = settings(max_examples=200, deadline=None)
@@ -270,8 +270,8 @@ def test_the_engine_with_real_kv_blocks_follows_both(name):
     # Chained ids like a trace's: the engine's block keys then hit exactly where the ids do.
     from types import SimpleNamespace
 
-    from kvsched_lab.model import TinyDecoderConfig
-    from kvsched_lab.real_kv import real_kv_replay
+    from kvsched_lab.kv.model import TinyDecoderConfig
+    from kvsched_lab.kv.real_kv import real_kv_replay
 
     lists = chained(random.Random(4), 40, depth=5)
     requests = [SimpleNamespace(hash_ids=ids) for ids in lists]

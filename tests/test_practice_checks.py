@@ -9,7 +9,7 @@ import pytest
 from kvsched_lab.course.checks import CheckFailed, NotAttempted
 from kvsched_lab.course.practice import PRACTICE_FUNCTIONS, check_practice
 from kvsched_lab.i18n import LANG_ENV
-from kvsched_lab.todos import load_practice, practice_reference_sources
+from kvsched_lab.course.todos import load_practice, practice_reference_sources
 from i18n_helpers import assert_same_message_in_chinese
 
 

@@ -4,9 +4,9 @@ from pathlib import Path
 
 import pytest
 
-from kvsched_lab.cli import main
-from kvsched_lab.replay import replay
-from kvsched_lab.traces import Request, save_trace, sort_by_arrival
+from kvsched_lab.cli.main import main
+from kvsched_lab.sim.replay import replay
+from kvsched_lab.sim.traces import Request, save_trace, sort_by_arrival
 from solutions import KVCacheSchedulerSim
 
 SHARED = Path(__file__).resolve().parents[2] / "shared" / "traces"
@@ -82,7 +82,7 @@ def test_cli_lru_matches_sanity_anchor_at_8k(capsys):
 
 
 def test_library_policies_report_block_hits_and_the_bound_holds():
-    from kvsched_lab.traces import synthetic_trace
+    from kvsched_lab.sim.traces import synthetic_trace
 
     trace = synthetic_trace(400, seed=5)
     bound = replay(trace, "belady", 300)
@@ -151,7 +151,7 @@ def test_empty_trace_and_bad_capacities_in_full():
 
 
 def test_long_replays_carry_state_across_chunks_and_show_progress(capsys):
-    from kvsched_lab.traces import synthetic_trace
+    from kvsched_lab.sim.traces import synthetic_trace
 
     trace = synthetic_trace(1200, seed=7)  # more than two chunks of 500 requests
     quiet = replay(trace, KVCacheSchedulerSim, 200)
@@ -181,9 +181,9 @@ def test_long_replays_carry_state_across_chunks_and_show_progress(capsys):
 def test_policies_replay_through_their_own_request_aware_loop(name):
     """Prompt-aware policies price a block by its place in the request: touching block by block
     (the path for the chapter's schedulers) decides differently, so replay must use theirs."""
-    from kvsched_lab.policies import make_policy
-    from kvsched_lab.policies.base import generic_replay_requests
-    from kvsched_lab.traces import synthetic_trace
+    from kvsched_lab.sim.policies import make_policy
+    from kvsched_lab.sim.policies.base import generic_replay_requests
+    from kvsched_lab.sim.traces import synthetic_trace
 
     trace = synthetic_trace(600, seed=3)
     ids = [r.hash_ids for r in sort_by_arrival(trace)]

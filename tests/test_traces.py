@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
-import kvsched_lab.traces as traces_module
-from kvsched_lab.traces import (MOONCAKE_TRACES, PACKAGED_TRACES_DIR, Request, TraceFormatError, download,
+import kvsched_lab.sim.traces as traces_module
+from kvsched_lab.sim.traces import (MOONCAKE_TRACES, PACKAGED_TRACES_DIR, Request, TraceFormatError, download,
                                 load_named_trace, load_trace, parse_request, resolve_trace, save_trace,
                                 sort_by_arrival, synthetic_trace)
 
@@ -269,7 +269,7 @@ def test_synthetic_trace_defaults_are_the_documented_ones():
         60, seed=0, num_system_prompts=8, system_prompt_blocks=(2, 12), session_share=0.6, turn_blocks=(1, 4),
         document_blocks=(4, 40), mean_gap_ms=200)
     assert len(synthetic_trace()) == 2000
-    from kvsched_lab.traces import load_named_trace
+    from kvsched_lab.sim.traces import load_named_trace
 
     assert load_named_trace("synthetic", num_requests=30) == synthetic_trace(30, seed=0)
     # Every last-block length and every output length can occur, ends included.

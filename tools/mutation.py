@@ -11,7 +11,7 @@ folder next to its config), so a run never touches the repository and its config
 not in the shared pyproject.toml. Usage:
 
     python tools/mutation.py                              # every core module
-    python tools/mutation.py kvsched_lab/block_pool.py    # one (or several) of them
+    python tools/mutation.py kvsched_lab/kv/block_pool.py    # one (or several) of them
     python tools/mutation.py --list                       # the modules and their tests
     python tools/mutation.py --survivors-of before.json   # only the survivors of an earlier run, again
 """
@@ -38,26 +38,26 @@ GRADER_TESTS = ["tests/test_grading_verdict.py"]
 # mutant, those of them that reach the mutated function). Ordered by priority: a partial run
 # still scores the first ones.
 MODULES: Dict[str, List[str]] = {
-    "kvsched_lab/block_pool.py": ["tests/test_block_pool.py", "tests/test_model.py"],
-    "kvsched_lab/engine.py": ["tests/test_engine.py"],
-    "kvsched_lab/replay.py": ["tests/test_replay.py"],
-    "kvsched_lab/traces.py": ["tests/test_traces.py", "tests/test_replay.py"],
-    "kvsched_lab/model.py": ["tests/test_model.py"],
-    "kvsched_lab/policies/lru.py": POLICY_TESTS,
-    "kvsched_lab/policies/fifo.py": POLICY_TESTS,
-    "kvsched_lab/policies/seed.py": POLICY_TESTS,
-    "kvsched_lab/policies/lfu.py": POLICY_TESTS,
-    "kvsched_lab/policies/base.py": POLICY_TESTS,
-    "kvsched_lab/policies/buckets.py": POLICY_TESTS,
-    "kvsched_lab/policies/seed_compact.py": POLICY_TESTS,
-    "kvsched_lab/policies/arc.py": [*POLICY_TESTS, "tests/test_policy_arc.py"],
-    "kvsched_lab/policies/s3fifo.py": [*POLICY_TESTS, "tests/test_policy_s3fifo.py"],
-    "kvsched_lab/policies/s3fifo_prefix.py": [*POLICY_TESTS, "tests/test_policy_s3fifo_prefix.py"],
-    "kvsched_lab/policies/s3fifo_repeat.py": [*POLICY_TESTS, "tests/test_policy_s3fifo_repeat.py"],
-    "kvsched_lab/policies/gdsf.py": [*POLICY_TESTS, "tests/test_policy_gdsf.py"],
-    "kvsched_lab/policies/belady.py": [*POLICY_TESTS, "tests/test_policy_belady.py"],
-    "kvsched_lab/policies/vllm.py": [*POLICY_TESTS, "tests/test_policy_vllm_radix.py"],
-    "kvsched_lab/policies/radix.py": [*POLICY_TESTS, "tests/test_policy_vllm_radix.py"],
+    "kvsched_lab/kv/block_pool.py": ["tests/test_block_pool.py", "tests/test_model.py"],
+    "kvsched_lab/kv/engine.py": ["tests/test_engine.py"],
+    "kvsched_lab/sim/replay.py": ["tests/test_replay.py"],
+    "kvsched_lab/sim/traces.py": ["tests/test_traces.py", "tests/test_replay.py"],
+    "kvsched_lab/kv/model.py": ["tests/test_model.py"],
+    "kvsched_lab/sim/policies/lru.py": POLICY_TESTS,
+    "kvsched_lab/sim/policies/fifo.py": POLICY_TESTS,
+    "kvsched_lab/sim/policies/seed.py": POLICY_TESTS,
+    "kvsched_lab/sim/policies/lfu.py": POLICY_TESTS,
+    "kvsched_lab/sim/policies/base.py": POLICY_TESTS,
+    "kvsched_lab/sim/policies/buckets.py": POLICY_TESTS,
+    "kvsched_lab/sim/policies/seed_compact.py": POLICY_TESTS,
+    "kvsched_lab/sim/policies/arc.py": [*POLICY_TESTS, "tests/test_policy_arc.py"],
+    "kvsched_lab/sim/policies/s3fifo.py": [*POLICY_TESTS, "tests/test_policy_s3fifo.py"],
+    "kvsched_lab/sim/policies/s3fifo_prefix.py": [*POLICY_TESTS, "tests/test_policy_s3fifo_prefix.py"],
+    "kvsched_lab/sim/policies/s3fifo_repeat.py": [*POLICY_TESTS, "tests/test_policy_s3fifo_repeat.py"],
+    "kvsched_lab/sim/policies/gdsf.py": [*POLICY_TESTS, "tests/test_policy_gdsf.py"],
+    "kvsched_lab/sim/policies/belady.py": [*POLICY_TESTS, "tests/test_policy_belady.py"],
+    "kvsched_lab/sim/policies/vllm.py": [*POLICY_TESTS, "tests/test_policy_vllm_radix.py"],
+    "kvsched_lab/sim/policies/radix.py": [*POLICY_TESTS, "tests/test_policy_vllm_radix.py"],
     "kvsched_lab/course/checks.py": ["tests/test_course_checks.py", "tests/test_check_guards.py",
                                      "tests/test_check_messages.py"],
     "kvsched_lab/grading/compare.py": GRADER_TESTS,

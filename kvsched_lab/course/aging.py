@@ -18,10 +18,10 @@ from __future__ import annotations
 from heapq import heappop, heappush
 from typing import Callable, Dict, Hashable, Iterable, List, Optional, Sequence, Tuple
 
-from kvsched_lab.events import ADD, EVICT, REUSE
+from kvsched_lab.sim.events import ADD, EVICT, REUSE
 from kvsched_lab.i18n import _
-from kvsched_lab.policies.base import Policy, prefix_hits
-from kvsched_lab.widgets import CHAPTER_WEIGHTS, weighted_score
+from kvsched_lab.sim.policies.base import Policy, prefix_hits
+from kvsched_lab.course.widgets import CHAPTER_WEIGHTS, weighted_score
 
 AgedScore = Callable[..., float]  # (scheduler, hits, size, last_used) -> priority
 

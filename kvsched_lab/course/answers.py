@@ -20,8 +20,8 @@ from typing import Callable, Dict, Optional
 
 from kvsched_lab.course.checks import NOTEBOOK_OF, TODO_NAMES, Result, grade
 from kvsched_lab.i18n import N_, _
-from kvsched_lab.scheduler import ALL_TODO_METHODS, TODO_METHODS, SchedulerSkeleton, build_scheduler
-from kvsched_lab.todos import cell_namespace
+from kvsched_lab.sim.scheduler import ALL_TODO_METHODS, TODO_METHODS, SchedulerSkeleton, build_scheduler
+from kvsched_lab.course.todos import cell_namespace
 
 ANSWERS_ENV = "KVSCHED_ANSWERS"
 ANSWERS_DIRNAME = "kvsched_answers"
@@ -128,7 +128,7 @@ def status() -> None:
 def fallback_scheduler() -> type:
     """What `my_scheduler` gives until all five TODOs pass: the library's ``seed`` policy (the
     chapter's reference behaviour), or ``lru`` where ``seed`` is withheld (the student release)."""
-    from kvsched_lab.policies import POLICIES
+    from kvsched_lab.sim.policies import POLICIES
 
     return POLICIES.get("seed") or POLICIES["lru"]
 
@@ -136,7 +136,7 @@ def fallback_scheduler() -> type:
 def is_chapter_scheduler(cls: object) -> bool:
     """True for a chapter-style scheduler class: yours (built on `SchedulerSkeleton`) or the library's
     ``seed``/``seed-compact``, whose entries have ``priority``, ``last_used``, ``hits`` and ``bytes``."""
-    from kvsched_lab.policies import CHAPTER_POLICIES
+    from kvsched_lab.sim.policies import CHAPTER_POLICIES
 
     return isinstance(cls, type) and (issubclass(cls, SchedulerSkeleton)
                                       or getattr(cls, "name", None) in CHAPTER_POLICIES)
@@ -163,7 +163,7 @@ def my_scheduler(verbose: bool = True) -> type:
 
     Each saved answer is re-checked (so a stale or edited file cannot sneak in). With all five
     passing: `build_scheduler` of them, named ``MyKVCacheSchedulerSim``. Otherwise one line names
-    what is missing and where to fix it, and the result is ``kvsched_lab.policies.POLICIES["seed"]``:
+    what is missing and where to fix it, and the result is ``kvsched_lab.sim.policies.POLICIES["seed"]``:
     the chapter's reference behaviour (same API, same log), so later cells still run. Where
     ``seed`` is withheld (the student release) it is ``POLICIES["lru"]``, and the line says so.
     """

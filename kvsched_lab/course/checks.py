@@ -21,7 +21,7 @@ from dataclasses import dataclass
 from typing import Any, Callable, Dict, Hashable, Iterator, List, Sequence, Tuple
 
 from kvsched_lab.i18n import N_, _
-from kvsched_lab.scheduler import ALL_TODO_METHODS, TODO_METHODS, CacheEntry, SchedulerSkeleton
+from kvsched_lab.sim.scheduler import ALL_TODO_METHODS, TODO_METHODS, CacheEntry, SchedulerSkeleton
 
 TODO_NAMES: Tuple[str, ...] = tuple(TODO_METHODS)
 TOL = 1e-9  # absolute and relative tolerance wherever a float is compared
@@ -784,7 +784,7 @@ class _AgingSelf:
         self.inflation = inflation
 
     def chapter_score(self, hits: int, size: int, last_used: int) -> float:
-        from kvsched_lab.widgets import CHAPTER_WEIGHTS, weighted_score
+        from kvsched_lab.course.widgets import CHAPTER_WEIGHTS, weighted_score
 
         return weighted_score(hits, size, self.time - last_used, self.capacity_bytes, CHAPTER_WEIGHTS)
 

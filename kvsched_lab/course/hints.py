@@ -21,7 +21,7 @@ from typing import Dict, Optional, Tuple
 
 from kvsched_lab.course.checks import NOTEBOOK_OF, TODO_NAMES
 from kvsched_lab.i18n import N_, _
-from kvsched_lab.scheduler import ALL_TODO_METHODS
+from kvsched_lab.sim.scheduler import ALL_TODO_METHODS
 
 NUM_TIERS = 4
 HINTS_FILENAME = "hint_progress.json"  # in the answers folder; not a TODO answer
@@ -189,7 +189,7 @@ def hint_reset(name: Optional[str] = None) -> None:
 def reveal(name: str) -> None:
     """Print the reference for TODO `name`, when the instructor's `solutions` is installed."""
     _known(name)
-    from kvsched_lab.todos import reference_sources
+    from kvsched_lab.course.todos import reference_sources
 
     try:
         source = reference_sources(optional=True)[name]

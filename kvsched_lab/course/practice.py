@@ -16,7 +16,7 @@ from typing import Any, Callable, Dict, Hashable, List, Optional, Set, Tuple
 
 from kvsched_lab.course.checks import CheckFailed, NotAttempted
 from kvsched_lab.i18n import _
-from kvsched_lab.todos import PRACTICE_FUNCTIONS
+from kvsched_lab.course.todos import PRACTICE_FUNCTIONS
 
 
 class _Wrong(Exception):

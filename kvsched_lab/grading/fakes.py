@@ -23,7 +23,7 @@ from __future__ import annotations
 import heapq
 from typing import Hashable, List, Tuple
 
-from kvsched_lab.scheduler import CacheEntry, SchedulerSkeleton
+from kvsched_lab.sim.scheduler import CacheEntry, SchedulerSkeleton
 
 
 class FakeScheduler(SchedulerSkeleton):

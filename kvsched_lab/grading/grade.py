@@ -39,7 +39,7 @@ from kvsched_lab.grading.verdict import POINTS, Reference, TodoGrade, bounded, f
 from kvsched_lab.i18n.language import LANGUAGES, normalize
 from kvsched_lab.i18n.messages import Deferred
 from kvsched_lab.i18n.messages import Deferred as _  # feedback lines: rendered in --lang's language when written
-from kvsched_lab.scheduler import TODO_METHODS
+from kvsched_lab.sim.scheduler import TODO_METHODS
 
 COLUMNS = ["submission", *TODO_METHODS, "total", "status"]
 PACKAGE = Path(kvsched_lab.__file__).resolve().parent

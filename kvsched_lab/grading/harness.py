@@ -10,7 +10,7 @@ This one file runs on both sides of the grading boundary:
   nonce-named JSON file. The grader validates and compares them; nothing here decides a grade,
   and the kernel never holds a reference method or an expected result.
 
-It imports only the standard library, ``kvsched_lab.scheduler``/``kvsched_lab.todos`` and the
+It imports only the standard library, ``kvsched_lab.sim.scheduler``/``kvsched_lab.course.todos`` and the
 stand-ins: the sandbox gets a copy of ``kvsched_lab`` without ``solutions`` and with only the
 kernel side of ``kvsched_lab.grading``.
 """
@@ -33,8 +33,8 @@ import warnings
 from typing import Any, Dict, List, Optional
 
 from kvsched_lab.grading.fakes import FakeScheduler
-from kvsched_lab.scheduler import TODO_METHODS, SchedulerSkeleton
-from kvsched_lab.todos import cell_namespace
+from kvsched_lab.sim.scheduler import TODO_METHODS, SchedulerSkeleton
+from kvsched_lab.course.todos import cell_namespace
 
 Case = Dict[str, Any]  # {"name", "family", "phases": [{"capacity": int, "ops": [op, ...]}]}
 
@@ -45,7 +45,7 @@ STOP_AFTER_TIMEOUTS = 3  # consecutive timed-out cases before the rest are not r
 MAX_REVIEW_NOTES = 20  # distinct audit notes one child reports; more adds nothing for a reader
 # Modules whose import by learner code is reported: the reference, the grader (this package), and
 # the library's withheld versions of the chapter's scheduler.
-WATCHED_IMPORTS = ("solutions", "kvsched_lab.grading", "kvsched_lab.policies.seed", "kvsched_lab.policies.seed_compact")
+WATCHED_IMPORTS = ("solutions", "kvsched_lab.grading", "kvsched_lab.sim.policies.seed", "kvsched_lab.sim.policies.seed_compact")
 # Audit events reported as review notes (event name prefix -> what the note says).
 WATCHED_EVENTS = {"subprocess.": "started a process", "os.system": "started a process",
                   "os.exec": "started a process", "os.spawn": "started a process",

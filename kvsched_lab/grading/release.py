@@ -39,7 +39,7 @@ from typing import Dict, Iterator, List, Optional, Set, Tuple
 
 from kvsched_lab.grading.nbrun import run_nbval
 from kvsched_lab.grading.stubs import CHAPTER_EXERCISE, COURSE_GIVEN_LINES
-from kvsched_lab.scheduler import TODO_METHODS
+from kvsched_lab.sim.scheduler import TODO_METHODS
 
 REPO = Path(__file__).resolve().parents[2]
 SETUP_FILES = ("pyproject.toml", "environment.yml")  # copied as they are; the Makefile is rewritten
@@ -53,17 +53,17 @@ LEARNER_DOCS = ("docs/policy-notes.md",)  # notes the notebooks point learners t
 # modules present (``make_policy("seed")`` says it is withheld), ``lab.my_scheduler()`` falls
 # back to LRU with a labelled line, and the notebooks skip the cells that need them.
 WITHHELD_FILES: Dict[str, str] = {
-    "kvsched_lab/policies/seed.py": "the chapter's scheduler as a library policy: its score, heap records, "
+    "kvsched_lab/sim/policies/seed.py": "the chapter's scheduler as a library policy: its score, heap records, "
                                     "stale-record check, new entry and snapshot order (all five TODOs)",
-    "kvsched_lab/policies/seed_compact.py": "the same scheduler with one record per entry: the score, the new "
+    "kvsched_lab/sim/policies/seed_compact.py": "the same scheduler with one record per entry: the score, the new "
                                             "entry and the snapshot order (TODOs score, entry, snapshot)",
 }
 # The repository's `make test` runs tests/, which the bundle lacks: the student Makefile replaces
-# that target with `make check` (kvsched_lab/selfcheck.py: every notebook run, check cells
+# that target with `make check` (kvsched_lab/cli/selfcheck.py: every notebook run, check cells
 # reported) and a `make test` that says to run it.
 _REPO_TEST_TARGET = "test: setup system-deps\n\t$(BIN)/python -m pytest tests\n"
 _STUDENT_TARGETS = """check: setup
-\t$(BIN)/python -m kvsched_lab.selfcheck notebooks
+\t$(BIN)/python -m kvsched_lab.cli.selfcheck notebooks
 
 test:
 \t@echo "The student edition has no test suite. Run 'make check': it runs every notebook and lists"

@@ -13,8 +13,8 @@ import textwrap
 from pathlib import Path
 from typing import Dict, Iterable, Optional, Set
 
-from kvsched_lab.scheduler import TODO_METHODS, SchedulerSkeleton
-from kvsched_lab.todos import cell_source, read_notebook, tagged_cells
+from kvsched_lab.sim.scheduler import TODO_METHODS, SchedulerSkeleton
+from kvsched_lab.course.todos import cell_source, read_notebook, tagged_cells
 
 CHAPTER_EXERCISE = '''
 class KVCacheSchedulerSim:

@@ -25,7 +25,7 @@ from kvsched_lab.grading.cases import hidden_cases
 from kvsched_lab.grading.compare import errors_in, first_mismatch
 from kvsched_lab.grading.stubs import known_stubs
 from kvsched_lab.i18n.messages import Deferred as _  # feedback lines: rendered in --lang's language when written
-from kvsched_lab.scheduler import TODO_METHODS
+from kvsched_lab.sim.scheduler import TODO_METHODS
 
 POINTS = 20  # per TODO; five TODOs make 100
 REPO = Path(kvsched_lab.__file__).resolve().parent.parent

@@ -25,7 +25,7 @@ from pathlib import Path
 from typing import Dict, List, Optional
 
 from kvsched_lab.i18n.code_shape import _MARKER, shape_difference
-from kvsched_lab.todos import Notebook, cell_source, read_notebook, write_notebook
+from kvsched_lab.course.todos import Notebook, cell_source, read_notebook, write_notebook
 
 LOCALE = "zh_CN"
 # The one line the zh setup cell adds to the English one (the structure test's only exception).

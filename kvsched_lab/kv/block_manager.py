@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections import OrderedDict
 from typing import Dict, Hashable, List, Optional, Sequence
 
-from kvsched_lab.block_pool import KVBlockPool
+from kvsched_lab.kv.block_pool import KVBlockPool
 
 
 class RefCountedBlockManager:

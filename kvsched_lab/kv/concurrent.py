@@ -1,6 +1,6 @@
 """`ConcurrentEngine`: several requests at once on real KV blocks: prefill, decode, pinning and preemption.
 
-The prefix-cache engine (`kvsched_lab.engine`) serves one prompt at a time. A server runs many:
+The prefix-cache engine (`kvsched_lab.kv.engine`) serves one prompt at a time. A server runs many:
 each request prefills its prompt (reusing cached prefix blocks), then decodes one token per step,
 and every running request's blocks are pinned while the cache keeps the rest. This engine does
 that on a `KVBlockPool` with the tiny model, the way vLLM v1 schedules by default:
@@ -31,9 +31,9 @@ from typing import Any, Deque, Dict, Iterable, List, Optional, Sequence, Tuple
 
 import torch
 
-from kvsched_lab.engine import block_id_tokens, chain_block_keys
+from kvsched_lab.kv.engine import block_id_tokens, chain_block_keys
 from kvsched_lab.kv.block_manager import RefCountedBlockManager
-from kvsched_lab.model import TinyDecoder
+from kvsched_lab.kv.model import TinyDecoder
 
 # Largest |logit difference| accepted between a served token and a full recompute: the same fp32
 # math in another order (chunked prefill + decode vs one pass) differs by ~1e-6 on CPU.

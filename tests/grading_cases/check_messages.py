@@ -29,8 +29,8 @@ sys.path[:0] = [str(HERE), str(HERE.parent)]
 
 import kvsched_lab.course as lab  # noqa: E402
 from kvsched_lab.i18n import LANG_ENV  # noqa: E402
-from kvsched_lab.scheduler import TODO_METHODS  # noqa: E402
-from kvsched_lab.todos import load_method, reference_sources  # noqa: E402
+from kvsched_lab.sim.scheduler import TODO_METHODS  # noqa: E402
+from kvsched_lab.course.todos import load_method, reference_sources  # noqa: E402
 
 TODOS = [*TODO_METHODS, "aging"]
 HEADER = """# What each known answer is told by its check

@@ -5,7 +5,7 @@ and the hidden grader (`kvsched grade`, tests/test_grading.py): every wrong answ
 TODO in both, with the public check's message naming the mistake (``why``), and nothing else; every
 alternative must pass both. A wrong answer is the reference's method with one piece changed (the
 change must apply, so a reference edit cannot silently turn a wrong answer into the reference).
-Everything is the source of a TODO cell: a plain function taking ``self``, as `kvsched_lab.todos`
+Everything is the source of a TODO cell: a plain function taking ``self``, as `kvsched_lab.course.todos`
 defines the cell contract. Submissions are built from these as .py files and as tagged notebooks
 (`py_submission`, `notebook`). This file holds answers: it ships with the instructor copy only.
 """
@@ -18,8 +18,8 @@ from typing import Dict, List, NamedTuple, Optional, Tuple
 import nbformat
 
 from kvsched_lab.grading.stubs import CHAPTER_EXERCISE
-from kvsched_lab.scheduler import TODO_METHODS, SchedulerSkeleton
-from kvsched_lab.todos import reference_sources
+from kvsched_lab.sim.scheduler import TODO_METHODS, SchedulerSkeleton
+from kvsched_lab.course.todos import reference_sources
 
 REF = reference_sources()
 
@@ -321,7 +321,7 @@ def stub(todo: str) -> str:
 
 
 PY_HEADER = ("import heapq\n"
-             "from kvsched_lab.scheduler import CacheEntry, SchedulerSkeleton\n\n\n"
+             "from kvsched_lab.sim.scheduler import CacheEntry, SchedulerSkeleton\n\n\n"
              "class KVCacheSchedulerSim(SchedulerSkeleton):\n")
 
 

@@ -2,7 +2,7 @@
 # Reach the reference through names a syntax check cannot see: string concatenation, vars(heapq).
 def touch(self, prefix, bytes_):
     loader = vars(heapq)["__builtins__"]["__imp" + "ort__"]
-    for name in ("sol" + "utions", "kvsched_lab.grad" + "ing.release", "kvsched_lab.policies.se" + "ed"):
+    for name in ("sol" + "utions", "kvsched_lab.grad" + "ing.release", "kvsched_lab.sim.policies.se" + "ed"):
         try:
             module = loader(name, fromlist=["*"])
         except Exception:

@@ -1,0 +1,183 @@
+"""ARC: Adaptive Replacement Cache (Megiddo & Modha, FAST'03), measured in bytes.
+
+Two LRU lists of cached keys, T1 (seen once recently) and T2 (seen at least twice), and two
+ghost lists of evicted keys, B1 and B2 (keys only). A hit moves a key to T2's MRU end. A miss
+that finds the key in B1 means "T1 was too small": the target size p of T1 grows; one found in
+B2 shrinks it. REPLACE evicts T1's LRU key into B1 when T1 is over p (or at p, for a B2 hit),
+else T2's LRU key into B2. The ghost lists are trimmed so that ``|T1| + |B1| <= c`` and, with
+blocks of one size (replays and the engine), ``|T1| + |T2| + |B1| + |B2| <= 2c`` as in the
+paper. With mixed sizes case IV.A, which trims only B1, can leave that total a few blocks' bytes
+over 2c. vLLM's CPU offload tier offers ARC next to LRU.
+
+Sizes are counted in bytes (c = capacity_bytes), and a ghost hit moves p by
+``max(ratio, 1) * size``; with unit sizes this is exactly the paper's Figure 4. All list
+operations are `OrderedDict` operations: O(1) per touch.
+"""
+from __future__ import annotations
+
+from collections import OrderedDict
+from typing import Hashable, Iterable, List, Optional, Sequence, Tuple
+
+from kvsched_lab.sim.events import ADD, EVICT, REUSE
+from kvsched_lab.sim.policies.base import Policy, prefix_hits
+
+
+class ARCPolicy(Policy):
+    """ARC; ``t1``, ``t2``, ``b1``, ``b2`` map key -> bytes, LRU first; ``p`` is T1's target."""
+
+    name = "arc"
+
+    def __init__(self, capacity_bytes: int, *, future: Optional[Sequence[Hashable]] = None) -> None:
+        super().__init__(capacity_bytes, future=future)
+        self.t1: "OrderedDict[Hashable, int]" = OrderedDict()
+        self.t2: "OrderedDict[Hashable, int]" = OrderedDict()
+        self.b1: "OrderedDict[Hashable, int]" = OrderedDict()
+        self.b2: "OrderedDict[Hashable, int]" = OrderedDict()
+        self.t1_bytes = self.t2_bytes = self.b1_bytes = self.b2_bytes = 0
+        self.p = 0.0
+        # State of the miss in progress, read by victim/on_evict/on_insert:
+        self._ghost_hit = False  # found in B1 or B2: goes to T2
+        self._from_b2 = False  # found in B2: REPLACE prefers T1 at |T1| == p
+        self._discard = False  # T1 alone fills the cache: evict from T1 without a ghost
+
+    def on_hit(self, key: Hashable) -> None:
+        size = self.t1.pop(key, None)
+        if size is None:
+            self.t2.move_to_end(key)
+            return
+        self.t1_bytes -= size
+        self.t2[key] = size
+        self.t2_bytes += size
+
+    def on_miss(self, key: Hashable, size: int) -> bool:
+        c = self.capacity_bytes
+        self._from_b2 = self._discard = False
+        if key in self.b1:  # case II
+            self.p = min(c, self.p + max(self.b2_bytes / self.b1_bytes, 1) * size)
+            self.b1_bytes -= self.b1.pop(key)
+            self._ghost_hit = True
+        elif key in self.b2:  # case III
+            self.p = max(0.0, self.p - max(self.b1_bytes / self.b2_bytes, 1) * size)
+            self.b2_bytes -= self.b2.pop(key)
+            self._ghost_hit = self._from_b2 = True
+        else:  # case IV
+            self._ghost_hit = False
+            if self.t1_bytes + self.b1_bytes + size > c:  # IV.A: L1 is full
+                while self.b1 and self.t1_bytes + self.b1_bytes + size > c:
+                    self.b1_bytes -= self.b1.popitem(last=False)[1]
+                self._discard = self.t1_bytes + size > c
+            else:  # IV.B
+                total = self.t1_bytes + self.t2_bytes + self.b1_bytes + self.b2_bytes
+                while self.b2 and total + size > 2 * c:
+                    size_b2 = self.b2.popitem(last=False)[1]
+                    self.b2_bytes -= size_b2
+                    total -= size_b2
+        return True
+
+    def victim(self) -> Hashable:
+        """REPLACE: T1's LRU key when T1 is over its target p, else T2's."""
+        t1 = self.t1
+        if t1 and (self._discard or not self.t2 or self.t1_bytes > self.p
+                   or (self._from_b2 and self.t1_bytes == self.p)):
+            return next(iter(t1))
+        return next(iter(self.t2))
+
+    def on_evict(self, key: Hashable, size: int) -> None:
+        if self.t1.pop(key, None) is not None:
+            self.t1_bytes -= size
+            if not self._discard:
+                self.b1[key] = size
+                self.b1_bytes += size
+        else:
+            del self.t2[key]
+            self.t2_bytes -= size
+            self.b2[key] = size
+            self.b2_bytes += size
+
+    def on_insert(self, key: Hashable, size: int) -> None:
+        if self._ghost_hit:
+            self.t2[key] = size
+            self.t2_bytes += size
+        else:
+            self.t1[key] = size
+            self.t1_bytes += size
+
+    def snapshot(self) -> List[Tuple[Hashable, str, int]]:
+        """``(key, "t2"|"t1", bytes)``: T2 MRU first, then T1 MRU first."""
+        return [(k, "t2", b) for k, b in reversed(self.t2.items())] + [
+            (k, "t1", b) for k, b in reversed(self.t1.items())
+        ]
+
+    def _replay(self, hash_id_lists: Iterable[Sequence[Hashable]], bytes_: int) -> List[int]:
+        entries, t1, t2, b1, b2 = self.entries, self.t1, self.t2, self.b1, self.b2
+        contains = entries.__contains__
+        emit = self.log.append_event
+        add, evict, reuse = ADD, EVICT, REUSE  # locals: faster than globals in the loop
+        c, cur, hits, time, p = self.capacity_bytes, self.current_bytes, self.hits, self.time, self.p
+        t1_bytes, t2_bytes, b1_bytes, b2_bytes = self.t1_bytes, self.t2_bytes, self.b1_bytes, self.b2_bytes
+        out: List[int] = []
+        try:
+            for ids in hash_id_lists:
+                out.append(prefix_hits(contains, ids))
+                for key in ids:
+                    time += 1
+                    if key in entries:  # case I
+                        hits += 1
+                        size = t1.pop(key, None)
+                        if size is None:
+                            t2.move_to_end(key)
+                        else:
+                            t1_bytes -= size
+                            t2[key] = size
+                            t2_bytes += size
+                        emit((reuse, key))
+                        continue
+                    from_b2 = discard = False
+                    if key in b1:
+                        p = min(c, p + max(b2_bytes / b1_bytes, 1) * bytes_)
+                        b1_bytes -= b1.pop(key)
+                        ghost_hit = True
+                    elif key in b2:
+                        p = max(0.0, p - max(b1_bytes / b2_bytes, 1) * bytes_)
+                        b2_bytes -= b2.pop(key)
+                        ghost_hit = from_b2 = True
+                    else:
+                        ghost_hit = False
+                        if t1_bytes + b1_bytes + bytes_ > c:
+                            while b1 and t1_bytes + b1_bytes + bytes_ > c:
+                                b1_bytes -= b1.popitem(False)[1]
+                            discard = t1_bytes + bytes_ > c
+                        else:
+                            total = t1_bytes + t2_bytes + b1_bytes + b2_bytes
+                            while b2 and total + bytes_ > 2 * c:
+                                size = b2.popitem(False)[1]
+                                b2_bytes -= size
+                                total -= size
+                    while cur + bytes_ > c:
+                        if t1 and (discard or not t2 or t1_bytes > p or (from_b2 and t1_bytes == p)):
+                            old, size = t1.popitem(False)
+                            t1_bytes -= size
+                            if not discard:
+                                b1[old] = size
+                                b1_bytes += size
+                        else:
+                            old, size = t2.popitem(False)
+                            t2_bytes -= size
+                            b2[old] = size
+                            b2_bytes += size
+                        del entries[old]
+                        cur -= size
+                        emit((evict, old))
+                    entries[key] = bytes_
+                    cur += bytes_
+                    if ghost_hit:
+                        t2[key] = bytes_
+                        t2_bytes += bytes_
+                    else:
+                        t1[key] = bytes_
+                        t1_bytes += bytes_
+                    emit((add, key))
+        finally:  # keep the counters true even if the replay is interrupted
+            self.current_bytes, self.hits, self.time, self.p = cur, hits, time, p
+            self.t1_bytes, self.t2_bytes, self.b1_bytes, self.b2_bytes = t1_bytes, t2_bytes, b1_bytes, b2_bytes
+        return out

@@ -1,0 +1,136 @@
+"""`vllm`: pinned blocks and a free-block queue, the way vLLM v1's block pool evicts.
+
+vLLM counts every KV block against one pool: blocks a running request reads are pinned
+(``ref_cnt > 0``) and cannot be evicted; cached blocks nobody reads sit in a free-block queue,
+and a request that needs a new block takes the queue's front, evicting the block cached there.
+A finished request frees its blocks tail first, so a prompt's deepest block is evicted before
+its parents and what stays cached is still a prefix. Under the replay protocol (REFERENCE.md
+section 3, one request at a time) that is:
+
+1. the request's prefix hits are the leading run of its ids cached at arrival;
+2. head to tail, each block: cached and not yet pinned by this request -> it leaves the free
+   queue and is pinned (``reuse``); missing -> when the free queue plus the pinned blocks
+   already fill the capacity, the free queue's front is evicted (``evict``), or, when the
+   free queue is empty (everything is pinned), the block is computed but not cached (``skip``);
+   a block that got room is pinned (``add``);
+3. when the request ends, its pinned blocks join the back of the free queue in reverse order,
+   tail block first.
+
+A request ends when the next one begins (`begin_request`) or at `end_request`. A plain
+``touch`` outside a request is a one-block request of its own, so a ``touch``-only caller (the
+chapter's ``schedule``) sees LRU. Sizes in bytes generalise step 2: a miss is skipped when the
+pinned bytes plus its own exceed the capacity, so no block is evicted for nothing.
+
+``free`` is an `OrderedDict` (front = next victim) and ``pinned`` a dict in pin order: every
+step is O(1), like vLLM's intrusive doubly linked list.
+"""
+from __future__ import annotations
+
+from collections import OrderedDict
+from typing import Dict, Hashable, Iterable, List, Optional, Sequence, Tuple
+
+from kvsched_lab.sim.events import ADD, EVICT, REUSE, SKIP
+from kvsched_lab.sim.policies.base import Policy, prefix_hits
+
+
+class VLLMPolicy(Policy):
+    """vLLM's block pool, one request at a time; ``free`` front is the next victim."""
+
+    name = "vllm"
+
+    def __init__(self, capacity_bytes: int, *, future: Optional[Sequence[Hashable]] = None) -> None:
+        super().__init__(capacity_bytes, future=future)
+        self.free: "OrderedDict[Hashable, None]" = OrderedDict()  # cached, unpinned; front evicted first
+        self.pinned: Dict[Hashable, None] = {}  # the request in progress's cached blocks, in pin order
+        self.pinned_bytes = 0
+
+    # -- requests ----------------------------------------------------------------------------
+    def begin_request(self, hash_ids: Sequence[Hashable]) -> None:
+        for key in hash_ids:  # a TypeError for an unhashable id, before anything changes
+            hash(key)
+        self.end_request()
+
+    def end_request(self) -> None:
+        """The request in progress ends: its pinned blocks join the free queue's back, tail first."""
+        free = self.free
+        for key in reversed(self.pinned):
+            free[key] = None
+        self.pinned.clear()
+        self.pinned_bytes = 0
+
+    def touch(self, prefix: Hashable, bytes_: int) -> None:
+        """Use `prefix` as a one-block request of its own (inside a request: `touch_in_request`)."""
+        self.validate(prefix, bytes_)
+        self.end_request()
+        super().touch(prefix, bytes_)
+        self.end_request()
+
+    def touch_in_request(self, prefix: Hashable, bytes_: int, depth: int, last: bool) -> None:
+        Policy.touch(self, prefix, bytes_)
+
+    # -- the hooks -------------------------------------------------------------------------------
+    def on_hit(self, key: Hashable) -> None:
+        if key not in self.pinned:
+            del self.free[key]
+            self.pinned[key] = None
+            self.pinned_bytes += self.entries[key]
+
+    def on_miss(self, key: Hashable, size: int) -> bool:
+        return self.pinned_bytes + size <= self.capacity_bytes  # else every cached byte is pinned
+
+    def victim(self) -> Hashable:
+        return next(iter(self.free))
+
+    def on_evict(self, key: Hashable, size: int) -> None:
+        del self.free[key]
+
+    def on_insert(self, key: Hashable, size: int) -> None:
+        self.pinned[key] = None
+        self.pinned_bytes += size
+
+    def snapshot(self) -> List[Tuple[Hashable, int, str]]:
+        """``(key, bytes, "pinned"|"free")``, the last to be evicted first: pinned, then the free queue's back."""
+        entries = self.entries
+        return [(k, entries[k], "pinned") for k in self.pinned] + [(k, entries[k], "free") for k in reversed(self.free)]
+
+    # -- the replay fast path: begin_request and touch_in_request, inlined -------------------------
+    def _replay(self, hash_id_lists: Iterable[Sequence[Hashable]], bytes_: int) -> List[int]:
+        entries, free, pinned = self.entries, self.free, self.pinned
+        pop_front, emit = free.popitem, self.log.append_event
+        add, evict, reuse, skip = ADD, EVICT, REUSE, SKIP
+        cap, cur, hits, time, pinned_bytes = self.capacity_bytes, self.current_bytes, self.hits, self.time, self.pinned_bytes
+        contains = entries.__contains__
+        out: List[int] = []
+        try:
+            for ids in hash_id_lists:
+                n = prefix_hits(contains, ids)  # before anything changes
+                out.append(n)
+                for key in reversed(pinned):  # the previous request ends
+                    free[key] = None
+                pinned.clear()
+                pinned_bytes = 0
+                for key in ids:
+                    time += 1
+                    if key in entries:
+                        hits += 1
+                        emit((reuse, key))
+                        if key not in pinned:
+                            del free[key]
+                            pinned[key] = None
+                            pinned_bytes += entries[key]
+                        continue
+                    if pinned_bytes + bytes_ > cap:
+                        emit((skip, key))
+                        continue
+                    while cur + bytes_ > cap:
+                        old = pop_front(False)[0]
+                        cur -= entries.pop(old)
+                        emit((evict, old))
+                    entries[key] = bytes_
+                    cur += bytes_
+                    pinned[key] = None
+                    pinned_bytes += bytes_
+                    emit((add, key))
+        finally:  # keep the counters true even if the replay is interrupted
+            self.current_bytes, self.hits, self.time, self.pinned_bytes = cur, hits, time, pinned_bytes
+        return out

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 import torch
 
-from kvsched_lab.cli.main import gpu_check
+from kvsched_lab.cli import gpu_check
 from kvsched_lab.kv.model import TinyDecoder, TinyDecoderConfig
 from kvsched_lab.cli.gpu_check import GpuCheckSettings, run_gpu_check, summary_lines
 

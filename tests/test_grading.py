@@ -456,7 +456,7 @@ sys.path.pop(0)
 kernel_launcher.isolate({bundle!r})
 os.environ["KVSCHED_ANSWERS"] = tempfile.mkdtemp()
 import kvsched_lab.course as lab
-from kvsched_lab.cli.main import bench
+from kvsched_lab.cli import bench
 from kvsched_lab.course import leaderboard, plots, widgets
 from kvsched_lab.sim.policies import POLICIES, make_policy
 from kvsched_lab.sim.traces import synthetic_trace

@@ -24,7 +24,7 @@ class MostRecent(Policy):
 
 
 def replay_by_touch(policy, lists, bytes_):
-    """REFERENCE.md section 3 step by step: count the cached leading run, announce the request,
+    """The replay protocol (`kvsched_lab.sim.replay`) step by step: count the cached leading run, announce the request,
     then touch each block with its place in it, as replays and the engine do; returns prefix hits
     per request."""
     out = []

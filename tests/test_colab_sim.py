@@ -107,7 +107,7 @@ def test_wheel_installs_and_replays_offline_from_an_empty_folder(runtime, wheel)
         proc = runtime.run_offline(["-m", "kvsched_lab", "replay", "--trace", "conversation", "--policy", "lru",
                                     "--capacity-blocks", "8000", "--json", "--quiet"], work, env)
         result = json.loads(proc.stdout)
-        # REFERENCE.md section 3's anchor: LRU at 8k blocks on the conversation trace, 17.8%.
+        # docs/policy-notes.md's anchor: LRU at 8k blocks on the conversation trace, 17.8%.
         assert result["block_refs"] == 288500 and round(result["prefix_hit_rate"], 3) == 0.178, result
         where = runtime.run_offline(["-c", "import kvsched_lab, importlib.util; print(kvsched_lab.__file__); "
                                      "print(importlib.util.find_spec('solutions'))"], work, env).stdout.split()

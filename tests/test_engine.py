@@ -336,7 +336,7 @@ def test_real_kv_replay_matches_the_trace_only_protocol():
     assert out["capacity_blocks"] == 10 and out["pool_blocks"] == 10 + max(len(r.hash_ids) for r in requests)
     assert out["blocks_in_use_max"] == blocks_in_use_max
     assert out["device"] == "cpu" and out["dtype"] == "float32"
-    # REFERENCE.md section 3, on block ids alone, without the model.
+    # The replay protocol (`kvsched_lab.sim.replay`), on block ids alone, without the model.
     ref = KVCacheSchedulerSim(capacity_bytes=10 * BLOCK_BYTES)
     hits = 0
     for r in requests:

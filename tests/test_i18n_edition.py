@@ -24,8 +24,8 @@ import pytest
 from kvsched_lab.i18n.catalogue import catalogue_path, extract
 from kvsched_lab.i18n.code_shape import shape_difference
 from kvsched_lab.i18n.notebooks import (
-    SETUP_LINE, build_notebook, check_notebook, english_notebooks, generated_note, is_setup_cell, po_path_for,
-    untranslated_messages, zh_path_for,
+    REPORT_PREFIX, build_notebook, check_notebook, english_notebooks, generated_note, is_setup_cell, po_path_for,
+    remove_setup_line, untranslated_messages, zh_path_for,
 )
 from kvsched_lab.i18n.po import read_po
 from kvsched_lab.course.todos import cell_source, read_notebook, write_notebook
@@ -111,10 +111,11 @@ def test_zh_notebook_has_the_english_structure(path):
         src = cell_source(z)
         if e["cell_type"] != "code":
             continue
-        if is_setup_cell(e) and src.endswith("\n" + SETUP_LINE):
-            src, setups = src[: -len(SETUP_LINE) - 1], setups + 1
+        if is_setup_cell(e) and remove_setup_line(src) is not None:
+            src, setups = remove_setup_line(src), setups + 1
+            assert src.split("\n")[-1].startswith(REPORT_PREFIX), "the language is set before the report line"
         assert shape_difference(cell_source(e), src) == "", e["id"]
-    assert setups == 1, "the zh setup cell must end with lab.set_language(\"zh\")"
+    assert setups == 1, "the zh setup cell must hold lab.set_language(\"zh\")"
     assert cell_source(zh["cells"][0]).startswith(generated_note(path.name))
 
 

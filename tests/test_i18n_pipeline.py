@@ -13,7 +13,7 @@ import pytest
 from kvsched_lab.cli.main import main
 from kvsched_lab.i18n import LANG_ENV, _, get_language, set_language
 from kvsched_lab.i18n.code_shape import shape_difference
-from kvsched_lab.i18n.notebooks import SETUP_LINE, build_notebook, update_po
+from kvsched_lab.i18n.notebooks import SETUP_LINE, add_setup_line, build_notebook, remove_setup_line, update_po
 from kvsched_lab.i18n.po import read_po
 from kvsched_lab.course.todos import read_notebook, write_notebook
 
@@ -187,3 +187,12 @@ def test_a_rewritten_shared_cell_is_translated_once(repo):
     built = read_notebook(repo / "notebooks" / "zh" / "10_other.ipynb")
     setup = "".join(built["cells"][1]["source"])
     assert setup.endswith('print("kvsched_lab 已就绪")  # 准备单元\n' + SETUP_LINE)
+
+
+def test_the_language_is_set_before_the_setup_cells_report_line():
+    # Appended after the report, the setup cell's one line of output would stay English.
+    text = "import kvsched_lab.course as lab\nlab.report_setup(installed_from)\n"
+    zh = add_setup_line(text)
+    assert zh == "import kvsched_lab.course as lab\n" + SETUP_LINE + "\nlab.report_setup(installed_from)"
+    assert remove_setup_line(zh) == text.rstrip("\n") and remove_setup_line(text) is None
+    assert add_setup_line("import kvsched_lab.course as lab\n") == "import kvsched_lab.course as lab\n" + SETUP_LINE

@@ -29,7 +29,7 @@ sized_requests = st.lists(st.lists(st.tuples(st.integers(1, 9), st.integers(1, 3
 
 
 def leading_cached(ids, size):
-    """REFERENCE.md section 3 item 2: the request's leading run of cached ids."""
+    """`kvsched_lab.sim.replay` item 2: the request's leading run of cached ids."""
     n = 0
     while n < len(ids) and ids[n][0] in size:
         n += 1

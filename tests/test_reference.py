@@ -35,7 +35,7 @@ def test_seed_requests_give_reference_log_and_snapshot():
 
 
 def test_stored_priority_is_lfu_with_size_tiebreak():
-    # REFERENCE.md section 1: recency is always 1.0 when a priority is computed.
+    # The chapter's formula: recency is always 1.0 when a priority is computed.
     sim = KVCacheSchedulerSim(capacity_bytes=100)
     sim.touch("x", 20)
     sim.touch("x", 20)

@@ -1,4 +1,4 @@
-"""The replay protocol of REFERENCE.md section 3, on traces small enough to check by hand."""
+"""The replay protocol of `kvsched_lab.sim.replay`, on traces small enough to check by hand."""
 import json
 from pathlib import Path
 
@@ -161,7 +161,7 @@ def test_long_replays_carry_state_across_chunks_and_show_progress(capsys):
     assert shown.prefix_hits == quiet.prefix_hits
     assert "replay KVCacheSchedulerSim: " in err and "0/1200" in err  # the bar knows the total
     assert "req/s" in err
-    # The same, one request at a time through the chapter's API (REFERENCE.md section 3).
+    # The same, one request at a time through the chapter's API (`kvsched_lab.sim.replay`).
     sim, hits = KVCacheSchedulerSim(200), 0
     for r in sorted(trace, key=lambda r: r.timestamp):
         run = 0

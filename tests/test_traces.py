@@ -1,4 +1,4 @@
-"""Trace loading: the format of REFERENCE.md section 2, errors that name the line, the generator."""
+"""Trace loading: the Mooncake format (`kvsched_lab.sim.traces`), errors that name the line, the generator."""
 import gzip
 import hashlib
 import json

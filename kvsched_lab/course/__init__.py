@@ -10,8 +10,9 @@
 - ``lab.compare_prediction(question, predicted, observed, held)``: predict, then run (one line).
 - ``lab.show_scheduler()``: your five saved methods in the chapter's class layout, printed.
 - ``lab.status()``, ``lab.load_answers()``, ``lab.save_answer(name, fn)``, ``lab.answers_dir()``.
-- ``lab.set_language("zh")``: messages in Chinese from now on (default: ``$KVSCHED_LANG``, else
-  English); ``lab.get_language()`` says which is in use.
+- ``lab.set_language("zh")``: messages and figures in Chinese from now on (default:
+  ``$KVSCHED_LANG``, else English); ``lab.get_language()`` says which is in use.
+- ``lab.row(cells, widths)``: one aligned line of a printed table (Chinese headers included).
 - ``lab.download_answers()``, ``lab.upload_answers()``, ``lab.use_drive()``: answers across Colab
   machines; ``lab.report_setup(...)`` is the setup cell's last line.
 """
@@ -27,7 +28,20 @@ from kvsched_lab.course.answers_io import download_answers, upload_answers, use_
 from kvsched_lab.course.checks import NOTEBOOK_OF, TODO_NAMES, CheckFailed, NotAttempted, Result, grade
 from kvsched_lab.course.hints import hint, hint_reset, reveal
 from kvsched_lab.course.predict import compare_prediction
-from kvsched_lab.i18n import _, get_language, set_language
+from kvsched_lab.course.table import row
+from kvsched_lab.i18n import _, get_language
+from kvsched_lab.i18n import set_language as _set_message_language
+from kvsched_lab.i18n.fonts import use_figure_language
+
+
+def set_language(lang: str) -> None:
+    """Messages in `lang` (``"en"``, ``"zh"``) from now on, and every figure's font to match.
+
+    Returns None (a cell ending with it shows nothing more); an unknown language raises
+    ValueError and changes nothing.
+    """
+    _set_message_language(lang)
+    use_figure_language()
 
 
 def check(name: str, fn: Callable, save: bool = True) -> None:
@@ -59,7 +73,7 @@ def report_setup(installed_from: Optional[str] = None, answers_on_drive: bool = 
 __all__ = [
     "ANSWERS_DIRNAME", "ANSWERS_ENV", "CheckFailed", "NOTEBOOK_OF", "NotAttempted", "Result", "TODO_NAMES",
     "answer_status", "answers_dir", "check", "compare_prediction", "download_answers", "fallback_scheduler",
-    "get_language", "grade", "hint", "hint_reset", "is_chapter_scheduler", "report_setup", "set_language",
-    "load_answers", "my_scheduler", "needs_chapter", "reveal", "save_answer", "scheduler_source",
+    "get_language", "grade", "hint", "hint_reset", "is_chapter_scheduler", "report_setup", "row",
+    "set_language", "load_answers", "my_scheduler", "needs_chapter", "reveal", "save_answer", "scheduler_source",
     "show_scheduler", "status", "upload_answers", "use_drive",
 ]

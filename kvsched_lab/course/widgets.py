@@ -42,7 +42,7 @@ class WeightedScorePolicy(Policy):
     ``rescore=False`` is the chapter's scheme: the score is the one an entry got when it was last
     touched (recency is then 1 for everybody), so the recency weight adds the same constant to
     every entry and cannot change a single decision. ``rescore=True`` evaluates every live entry's
-    score at eviction time, with its real age, the way Marconi rescores (REFERENCE.md section 4).
+    score at eviction time, with its real age, the way Marconi rescores.
     Either way the victim is found by a scan of the live entries, O(live entries) per eviction:
     fine for the explorer's small traces, and it keeps the chapter's heap (your TODOs) out of
     this module. Evictions are recorded in ``evicted`` as ``(key, size, hits, age)``.
@@ -260,7 +260,7 @@ def score_explorer(segments: Optional[Segments] = None, capacity: int = 400):
 
 
 # -- the step-through heap viewer ----------------------------------------------------------------
-# The chapter's six requests (REFERENCE.md section 1), then more hits so stale records pile up.
+# The chapter's six requests (notebook 00's first look), then more hits so stale records pile up.
 DEFAULT_TOUCHES: Tuple[Tuple[str, int], ...] = (
     ("a", 40), ("b", 48), ("a", 40), ("c", 56), ("d", 48), ("a", 40),
     ("d", 48), ("a", 40), ("e", 32), ("d", 48), ("a", 40), ("f", 24), ("e", 32), ("a", 40),

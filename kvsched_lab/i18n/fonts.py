@@ -2,7 +2,8 @@
 
 Without one, Chinese labels would render as empty boxes, so `plot_language` falls back to
 English; `font_rc` is the matplotlib setting that puts the CJK font first (DejaVu Sans after it
-for the Latin glyphs and symbols it lacks).
+for the Latin glyphs and symbols it lacks); `use_figure_language` applies it to every figure a
+kernel draws (`lab.set_language` calls it).
 """
 from __future__ import annotations
 
@@ -12,6 +13,7 @@ import re
 from typing import Dict, List, Optional
 
 from kvsched_lab.i18n.language import get_language
+from kvsched_lab.i18n.messages import _
 
 # Font families with the Chinese glyphs, preferred first (Noto Sans CJK: fonts-noto-cjk on Debian).
 CJK_FAMILIES = ("Noto Sans CJK SC", "Noto Sans SC", "Source Han Sans SC", "Source Han Sans CN",
@@ -59,3 +61,27 @@ def font_rc(lang: str) -> Dict[str, List[str]]:
     # Concrete family names, not "sans-serif": a text resolves a generic family when it is drawn,
     # after the plotting function (and its rc_context) has returned.
     return {"font.family": [cjk_font(), "DejaVu Sans"]}
+
+
+def use_figure_language() -> None:
+    """Make matplotlib draw every later figure, the notebook's own included, in the current language.
+
+    Chinese with a CJK font installed: that font first in ``font.family``. Chinese without one:
+    one printed line on how to install one (until then the course's plots stay English, and
+    Chinese text a cell draws itself shows as boxes). English: matplotlib's default family back.
+    Without matplotlib nothing happens (a grading kernel draws nothing).
+    """
+    try:
+        import matplotlib
+    except ImportError:
+        return
+    lang = get_language()
+    rc = font_rc(lang)
+    if rc:
+        matplotlib.rcParams.update(rc)
+        return
+    matplotlib.rcParams["font.family"] = matplotlib.rcParamsDefault["font.family"]
+    if lang == "zh":
+        print(_("No Chinese font found: Chinese text in figures would show as empty boxes, so the course's plots "
+                "stay in English. Install one (Debian/Ubuntu: `apt-get install fonts-noto-cjk`; see README.zh.md) "
+                "and restart the kernel."))

@@ -9,7 +9,7 @@ cell: msgctxt = the cell's nbformat ``id``, msgid = the English cell source, msg
   is filled with its own source: nothing in it to translate.
 - `build_notebook` writes ``notebooks/zh/NN_name.ipynb``: the same cells, ids, tags and NBVAL
   markers, each cell's translation, a generated-file note at the top of the first (markdown)
-  cell, and ``lab.set_language("zh")`` appended to the setup cell. A cell whose translation is
+  cell, and ``lab.set_language("zh")`` added to the setup cell (`add_setup_line`). A cell whose translation is
   missing or fuzzy is written in English and reported as stale (tests fail on any stale cell);
   a code translation whose code differs from the English (beyond comments and string text) is an
   error, never written.
@@ -31,6 +31,8 @@ LOCALE = "zh_CN"
 # The one line the zh setup cell adds to the English one (the structure test's only exception).
 SETUP_LINE = 'lab.set_language("zh")'
 SETUP_MARK = "import kvsched_lab.course as lab"  # how the setup cell is recognised
+# The setup cell's report line: the language is set before it, so even that line is Chinese.
+REPORT_PREFIX = "lab.report_setup("
 FUZZY = "fuzzy"
 # Words in a string literal that make it prose (a sentence to translate), not a key like "a".
 _PROSE = re.compile(r"[A-Za-z]{2,}[^A-Za-z{}]+[A-Za-z]{2,}")
@@ -171,6 +173,22 @@ def is_setup_cell(cell: dict) -> bool:
     return cell["cell_type"] == "code" and SETUP_MARK in cell_source(cell)
 
 
+def add_setup_line(text: str) -> str:
+    """The setup cell `text` with `SETUP_LINE` inserted before its report line (appended if it has none)."""
+    lines = text.rstrip("\n").split("\n")
+    at = next((i for i in range(len(lines) - 1, -1, -1) if lines[i].startswith(REPORT_PREFIX)), len(lines))
+    return "\n".join(lines[:at] + [SETUP_LINE] + lines[at:])
+
+
+def remove_setup_line(text: str) -> Optional[str]:
+    """`text` without the line `add_setup_line` added, or None when it holds no such line."""
+    lines = text.split("\n")
+    if SETUP_LINE not in lines:
+        return None
+    lines.remove(SETUP_LINE)
+    return "\n".join(lines)
+
+
 def build_notebook(notebook: Path, po_path: Path, out_path: Path) -> BuildReport:
     """Write the zh edition of `notebook` to `out_path`; see the module docstring."""
     nb = read_notebook(notebook)
@@ -195,7 +213,7 @@ def build_notebook(notebook: Path, po_path: Path, out_path: Path) -> BuildReport
                 raise ValueError(f"{po_path.name}, cell {cell['id']}: the translated code differs from the English "
                                  f"beyond comments and string text: {diff}")
             if not setup_done and is_setup_cell(cell):
-                text = text.rstrip("\n") + "\n" + SETUP_LINE
+                text = add_setup_line(text)
                 setup_done = True
         cell["source"] = _as_lines(text)
     out["cells"][0]["source"] = _as_lines(generated_note(notebook.name) + cell_source(out["cells"][0]))

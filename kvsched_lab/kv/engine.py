@@ -3,7 +3,7 @@
 The scheduler can be the chapter's `KVCacheSchedulerSim`, a learner's version of it, or a
 library policy: anything with ``touch(prefix, bytes_)``, ``entries`` and ``log``. Blocks are
 keyed like vLLM's prefix cache: a chain hash over full blocks of tokens, so equal keys mean
-equal prefixes. Per request (REFERENCE.md section 3):
+equal prefixes. Per request (the protocol of `kvsched_lab.sim.replay`):
 
 1. the prefix hit is the leading run of block keys cached at arrival;
 2. the model prefills only the tokens after the hit, writing their K/V into fresh pool blocks;

@@ -45,8 +45,8 @@ def real_kv_replay(
     engine's pool is checked against the scheduler's entries; ``None`` or 0 turns checks off.
 
     Returned keys: requests, prefill_tokens_total, prefill_tokens_computed, hit_tokens
-    (= total - computed), token_hit_rate, protocol_hit_blocks and block_refs (REFERENCE.md
-    section 3 counts; they differ from hit_tokens only when a whole prompt was cached, whose
+    (= total - computed), token_hit_rate, protocol_hit_blocks and block_refs (the replay
+    protocol's counts, `kvsched_lab.sim.replay`; they differ from hit_tokens only when a whole prompt was cached, whose
     last block is recomputed to get logits), prefix_hit_rate, capacity_blocks, pool_blocks,
     blocks_in_use_max, requests_checked, max_abs_logit_diff, device, dtype, wall_seconds.
     """

@@ -1,4 +1,4 @@
-"""Trace replay: the normative protocol and metric of REFERENCE.md section 3.
+"""Trace replay: the normative protocol and metric every notebook, policy and test uses.
 
 1. Requests in arrival order (stable sort by timestamp).
 2. A request's prefix hits = the leading run of its block ids cached at arrival,

@@ -1,6 +1,6 @@
 """Request traces: the Mooncake JSONL format, a loader that names bad lines, and a generator.
 
-One request a line (REFERENCE.md section 2)::
+One request a line::
 
     {"timestamp": ms, "input_length": tokens, "output_length": tokens, "hash_ids": [block ids]}
 
@@ -104,7 +104,7 @@ def save_trace(requests: Iterable[Request], path: os.PathLike | str) -> None:
 
 
 def sort_by_arrival(requests: Sequence[Request]) -> List[Request]:
-    """Replay order: by timestamp, stable, so ties keep file order (REFERENCE.md section 3.1)."""
+    """Replay order: by timestamp, stable, so ties keep file order (`kvsched_lab.sim.replay`, item 1)."""
     return sorted(requests, key=lambda r: r.timestamp)
 
 

@@ -19,7 +19,7 @@ hook                      called ...
 
 Only `victim` is required; ``help(Policy)`` shows a worked example (MRU).
 Keep each hook O(1) or O(log n): replays touch hundreds of thousands of blocks.
-`replay_requests` (the replay protocol, REFERENCE.md section 3) works for every subclass;
+`replay_requests` (the replay protocol of `kvsched_lab.sim.replay`) works for every subclass;
 library policies override its inner `_replay` with a faster loop giving identical results.
 """
 from __future__ import annotations
@@ -55,7 +55,7 @@ def gc_paused() -> Iterator[None]:
 # (map, zip, takewhile) over a request's prefix hits, whose runs are short.
 
 def prefix_hits(contains: Callable[[Hashable], bool], ids: Sequence[Hashable]) -> int:
-    """How many leading ids of a request are cached at its arrival (REFERENCE.md section 3 item 2)."""
+    """How many leading ids of a request are cached at its arrival (`kvsched_lab.sim.replay`, item 2)."""
     return len(list(takewhile(contains, ids)))
 
 
@@ -195,7 +195,7 @@ class Policy:
         self.touch(prefix, bytes_)
 
     def replay_requests(self, hash_id_lists: Iterable[Sequence[Hashable]], bytes_: int) -> List[int]:
-        """Replay requests (REFERENCE.md section 3); return each request's prefix hits.
+        """Replay requests (the protocol of `kvsched_lab.sim.replay`); return each request's prefix hits.
 
         A request's prefix hits are the leading run of its ids cached at arrival, before it
         touches anything; then each id is touched head to tail, `bytes_` bytes each. The

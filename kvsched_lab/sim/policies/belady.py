@@ -1,4 +1,4 @@
-"""Belady's MIN with bypass: the offline optimum, at block level (REFERENCE.md section 3 item 6).
+"""Belady's MIN with bypass: the offline optimum, at block level.
 
 Belady (1966) evicts the cached block whose next use is farthest in the future. With bypass,
 a missed block whose own next use is farther still (or never) is not cached at all (logged

@@ -3,7 +3,7 @@
 SGLang keeps cached prefixes in a radix tree; a running request holds a lock on its path, and
 eviction takes leaves that no running request locks, least recently accessed first. Here the
 tree has one node per block: a node's children are keyed by their block id, and a request's
-first block hangs under the root. Under the replay protocol (REFERENCE.md section 3, one
+first block hangs under the root. Under the replay protocol (`kvsched_lab.sim.replay`, one
 request at a time), each request gets the next access time and:
 
 1. matches its longest cached path (its prefix hits: the leading run of cached ids);

@@ -1,6 +1,6 @@
 """The seed chapter's scheduler as a library policy: score ``hits + 0.5 - 0.25 * size/capacity``.
 
-This is chapter 41's `KVCacheSchedulerSim` with its TODOs answered (see REFERENCE.md section 1):
+This is chapter 41's `KVCacheSchedulerSim` with its TODOs answered (notebooks 02-05 build it TODO by TODO):
 entries are `SeedEntry` objects, every touch pushes a ``(priority, last_used, key)`` record, stale
 records stay until popped (lazy deletion), and the lowest record is popped first, so its log is
 identical to the reference's on any sequence. A record is valid while its ``last_used`` equals the

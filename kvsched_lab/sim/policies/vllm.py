@@ -4,8 +4,8 @@ vLLM counts every KV block against one pool: blocks a running request reads are 
 (``ref_cnt > 0``) and cannot be evicted; cached blocks nobody reads sit in a free-block queue,
 and a request that needs a new block takes the queue's front, evicting the block cached there.
 A finished request frees its blocks tail first, so a prompt's deepest block is evicted before
-its parents and what stays cached is still a prefix. Under the replay protocol (REFERENCE.md
-section 3, one request at a time) that is:
+its parents and what stays cached is still a prefix. Under the replay protocol
+(`kvsched_lab.sim.replay`, one request at a time) that is:
 
 1. the request's prefix hits are the leading run of its ids cached at arrival;
 2. head to tail, each block: cached and not yet pinned by this request -> it leaves the free

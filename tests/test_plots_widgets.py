@@ -14,6 +14,7 @@ from kvsched_lab.course import plots, widgets  # noqa: E402
 from kvsched_lab.sim.policies import make_policy  # noqa: E402
 from kvsched_lab.sim.policies.seed import SeedPolicy  # noqa: E402
 from kvsched_lab.sim.traces import synthetic_trace  # noqa: E402
+from i18n_helpers import assert_same_message_in_chinese  # noqa: E402
 from policy_helpers import MostRecent  # noqa: E402
 from solutions import KVCacheSchedulerSim  # noqa: E402
 
@@ -99,6 +100,16 @@ def test_hit_rate_vs_capacity_draws_the_bound_apart():
     others = [line for line in ax.get_lines() if line is not bound]
     assert len({line.get_marker() for line in others}) == 2
     assert ax.get_xscale() == "log" and "%" in ax.get_ylabel()
+
+
+def test_hit_rate_vs_capacity_names_a_curve_drawn_over_an_equal_one():
+    # lfu and "mine" have the same points: mine hides lfu, and its legend entry says so.
+    rows = [{"trace": "t", "policy": p, "capacity": c, "hit_rate": r}
+            for p, base in (("lfu", 0.1), ("lru", 0.12), ("mine", 0.1), ("belady", 0.3))
+            for c, r in ((10, base), (100, 2 * base))]
+    got = labels(plots.plot_hit_rate_vs_capacity(rows, trace="t").axes[0])
+    assert "mine (same as lfu, drawn over it)" in got and "lfu" in got and "lru" in got
+    assert not any("same as" in label for label in got if not label.startswith("mine"))
 
 
 def test_plot_explorer_state(segments):
@@ -279,6 +290,15 @@ def test_heap_view_marks_exactly_the_stale_records():
             if evicts:
                 assert live[0]["prefix"] == evicts[0]
     assert sum(r["status"] != widgets.LIVE for r in widgets.heap_view(ref_steps, len(touches))) > 3
+
+
+def test_heap_view_labels_each_status_in_the_learners_language(monkeypatch):
+    steps = widgets.record_heap_steps(list(widgets.DEFAULT_TOUCHES), 128)
+    monkeypatch.setenv("KVSCHED_LANG", "zh")
+    rows = widgets.heap_view(steps, 11)
+    assert {r["status"] for r in rows} == {widgets.LIVE, widgets.STALE_RESCORED}  # compared by code: English
+    for r in rows:
+        assert_same_message_in_chinese(r["status"], r["label"])
 
 
 def test_heap_view_html_marks_stale_without_colour():

@@ -6,9 +6,13 @@ import platform
 import sys
 from typing import List, Tuple
 
-from kvsched_lab.i18n import N_, _
+from kvsched_lab.course.table import row
+from kvsched_lab.i18n import N_, _, join
+from kvsched_lab.i18n.width import display_width
 
-Row = Tuple[str, bool, str]  # (component, ok, detail or advice)
+# Rows whose absence is normal (students lack both); the name is the English text, shown with _().
+REFERENCE_ROW, SANDBOX_ROW = N_("reference solutions"), N_("grading sandbox")
+Row = Tuple[str, bool, str]  # (component, ok, detail or advice); the component is shown translated
 
 
 def _version(module: str) -> str | None:
@@ -46,7 +50,7 @@ def diagnose() -> List[Row]:
     ]:
         v = _version(module)
         rows.append((name, v is not None, v if v is not None else _("missing: {advice}", advice=_(advice))))
-    rows.append(("reference solutions", _version("solutions") is not None,
+    rows.append((REFERENCE_ROW, _version("solutions") is not None,
                  _("present (instructor copy)") if _version("solutions") is not None
                  else _("withheld (student release): lab.reveal() will say so")))
     rows += _grading_sandbox()
@@ -61,17 +65,20 @@ def _grading_sandbox() -> List[Row]:
         return []
     works, why = sandbox.probe()
     if works:
-        return [("grading sandbox", True, why)]
-    return [("grading sandbox", False, f"{why}: `kvsched grade` refuses unless --no-sandbox. To enable it: "
-                                       f"{sandbox.HOW_TO_ENABLE}")]
+        return [(SANDBOX_ROW, True, why)]
+    return [(SANDBOX_ROW, False, _("{why}: `kvsched grade` refuses unless --no-sandbox. To enable it: {how}",
+                                   why=why, how=_(sandbox.HOW_TO_ENABLE)))]
 
 
 def report(rows: List[Row]) -> str:
-    width = max(len(name) for name, _, _ in rows)
-    lines = [f"{'ok ' if ok else 'NO '} {name:<{width}}  {detail}" for name, ok, detail in rows]
+    names = [_(name) for name, _ok, _detail in rows]
+    marks = [_("ok") if ok else _("NO") for _name, ok, _detail in rows]
+    mark_width, name_width = (max(display_width(x) for x in col) for col in (marks, names))
+    lines = [row([mark, name, detail], [-(mark_width + 1), -(name_width + 2), 0])
+             for mark, name, (_name, _ok, detail) in zip(marks, names, rows)]
     # The reference's absence is normal for students, and the grading sandbox only matters to
     # instructors who grade, so neither counts as a problem for the course.
-    problems = [name for name, ok, _ in rows if not ok and name not in ("reference solutions", "grading sandbox")]
+    problems = [_(name) for name, ok, _detail in rows if not ok and name not in (REFERENCE_ROW, SANDBOX_ROW)]
     lines.append(_("all set: run the notebooks in order") if not problems
-                 else _("fix first: {problems}", problems=", ".join(problems)))
+                 else _("fix first: {problems}", problems=join(problems)))
     return "\n".join(lines)

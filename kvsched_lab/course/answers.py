@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Callable, Dict, Optional
 
 from kvsched_lab.course.checks import NOTEBOOK_OF, TODO_NAMES, Result, grade
-from kvsched_lab.i18n import N_, _
+from kvsched_lab.i18n import N_, _, join
 from kvsched_lab.sim.scheduler import ALL_TODO_METHODS, TODO_METHODS, SchedulerSkeleton, build_scheduler
 from kvsched_lab.course.todos import cell_namespace
 
@@ -47,7 +47,7 @@ def save_answer(name: str, fn: Callable, result: Optional[Result] = None, source
     `source` overrides reading it from `fn` (for functions built with exec, which have none).
     """
     if name not in ALL_TODO_METHODS:
-        raise ValueError(_("unknown TODO {name!r}; the five are {todos}", name=name, todos=", ".join(TODO_NAMES)))
+        raise ValueError(_("unknown TODO {name!r}; the five are {todos}", name=name, todos=join(TODO_NAMES)))
     source = function_source(fn) if source is None else source
     if result is None:
         result = grade(name, fn)
@@ -172,7 +172,7 @@ def my_scheduler(verbose: bool = True) -> type:
         fns = load_answers()
         cls = build_scheduler(fns, name="MyKVCacheSchedulerSim")
         if verbose:
-            print(_("✅ my_scheduler: YOUR five methods ({todos}), from {folder}", todos=", ".join(TODO_NAMES),
+            print(_("✅ my_scheduler: YOUR five methods ({todos}), from {folder}", todos=join(TODO_NAMES),
                     folder=answers_dir()))
         return cls
     fallback = fallback_scheduler()
@@ -191,7 +191,7 @@ def my_scheduler(verbose: bool = True) -> type:
                       "in the student release); cells that need the chapter's internals skip themselves.",
                       name=fallback.name)
         print(_("⚠️ my_scheduler: not all your TODOs pass yet: {problems}; run those notebooks' TODO and check "
-                "cells. Until then: {until}", problems=", ".join(problems), until=until))
+                "cells. Until then: {until}", problems=join(problems), until=until))
     return fallback
 
 

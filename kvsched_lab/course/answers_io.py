@@ -24,7 +24,7 @@ from typing import Any, Dict, List, Optional, Tuple
 from kvsched_lab.course.answers import (ANSWERS_ENV, answers_dir, record_function, saved_records,
                                         write_record)
 from kvsched_lab.course.checks import TODO_NAMES, grade
-from kvsched_lab.i18n import _
+from kvsched_lab.i18n import _, join
 
 DRIVE_MOUNTPOINT = "/content/drive"  # where Colab mounts Google Drive
 DRIVE_ANSWERS = Path("MyDrive") / "kvsched_answers"  # the answers folder, under the mountpoint
@@ -108,7 +108,7 @@ def _parse_bundle(data: bytes, name: str) -> Dict[str, dict]:
     for todo, record in records.items():
         if todo not in TODO_NAMES:
             raise ValueError(_("{name}: unknown TODO {todo!r}; the five are {todos}", name=name, todo=todo,
-                               todos=", ".join(TODO_NAMES)))
+                               todos=join(TODO_NAMES)))
         if not isinstance(record, dict) or not isinstance(record.get("source"), str):
             raise ValueError(_("{name}: the answer for {todo!r} has no source", name=name, todo=todo))
     return records

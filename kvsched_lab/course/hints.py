@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import Dict, Optional, Tuple
 
 from kvsched_lab.course.checks import NOTEBOOK_OF, TODO_NAMES
-from kvsched_lab.i18n import N_, _
+from kvsched_lab.i18n import N_, _, join
 from kvsched_lab.sim.scheduler import ALL_TODO_METHODS
 
 NUM_TIERS = 4
@@ -144,7 +144,7 @@ def _known(name: str) -> None:
     if name not in HINTS:
         optional = [n for n in ALL_TODO_METHODS if n not in TODO_NAMES]
         raise ValueError(_("unknown TODO {name!r}; the five are {todos} (optional: {optional})",
-                           name=name, todos=", ".join(TODO_NAMES), optional=", ".join(optional)))
+                           name=name, todos=join(TODO_NAMES), optional=join(optional)))
 
 
 def _progress() -> HintProgress:

@@ -22,7 +22,7 @@ from matplotlib.ticker import ScalarFormatter, SymmetricalLogLocator
 from kvsched_lab.sim.events import EVICT, iter_events
 from kvsched_lab.i18n.fonts import font_rc, plot_language
 from kvsched_lab.i18n.language import get_language
-from kvsched_lab.i18n.messages import N_, translate
+from kvsched_lab.i18n.messages import N_, join, translate
 
 # (marker, linestyle) per series, in order; colours come from the default cycle on top.
 STYLES: Tuple[Tuple[str, Any], ...] = (
@@ -147,7 +147,7 @@ def record_heap_growth(id_lists: Sequence[Sequence[Hashable]], capacity_blocks: 
     if skipped:
         # A printed line, not a figure's text: the learner's language, whatever font is installed.
         print(translate(get_language(), N_("skipped {names}: withheld in the student release (the chapter's answers)"),
-                        names=", ".join(skipped)))
+                        names=join(skipped, get_language())))
     flat = [k for ids in id_lists for k in ids]
     every = max(1, len(flat) // samples)
     out: Dict[str, Dict[str, List[int]]] = {}
@@ -242,7 +242,8 @@ def plot_hit_rate_vs_capacity(results: Iterable[Mapping[str, Any]], bound: str =
 
     `results` are dicts with ``policy``, ``capacity`` and ``hit_rate`` (and ``trace``, to pick
     one with `trace`), e.g. `kvsched_lab.course.leaderboard.sweep` rows. The region above the bound is
-    shaded: no online policy gets there.
+    shaded: no online policy gets there. A curve with exactly the points of one drawn before it
+    is labelled as the same (it hides the earlier one).
     """
     fig, ax = _axes(ax, figsize=(7.0, 5.0))
     series: Dict[str, List[Tuple[int, float]]] = {}
@@ -250,6 +251,7 @@ def plot_hit_rate_vs_capacity(results: Iterable[Mapping[str, Any]], bound: str =
         if trace is None or r.get("trace") == trace:
             series.setdefault(r["policy"], []).append((r["capacity"], r["hit_rate"]))
     i = 0
+    drawn: Dict[Tuple[Tuple[int, float], ...], str] = {}  # points -> the first series drawn with them
     for name, points in series.items():
         points.sort()
         xs, ys = [p[0] for p in points], [100 * p[1] for p in points]
@@ -258,7 +260,10 @@ def plot_hit_rate_vs_capacity(results: Iterable[Mapping[str, Any]], bound: str =
             ax.fill_between(xs, ys, [100] * len(ys), color="0.85", hatch="//", edgecolor="0.6", linewidth=0,
                             label=_("unreachable"))
         else:
-            ax.plot(xs, ys, label=name, **style(i))
+            # A curve equal to one already drawn hides it: the legend says so.
+            same = drawn.setdefault(tuple(points), name)
+            label = name if same == name else _("{name} (same as {other}, drawn over it)", name=name, other=same)
+            ax.plot(xs, ys, label=label, **style(i))
             i += 1
     if series:
         top = max(100 * v for pts in series.values() for _, v in pts)

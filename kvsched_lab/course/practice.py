@@ -15,7 +15,7 @@ import copy
 from typing import Any, Callable, Dict, Hashable, List, Optional, Set, Tuple
 
 from kvsched_lab.course.checks import CheckFailed, NotAttempted
-from kvsched_lab.i18n import _
+from kvsched_lab.i18n import _, join
 from kvsched_lab.course.todos import PRACTICE_FUNCTIONS
 
 
@@ -111,7 +111,7 @@ _CHECKS: Dict[str, Callable[[Callable], int]] = {"free_order": _check_free_order
 def check_practice(name: str, fn: Any) -> None:
     """Check practice TODO `name` on `fn`; one line on success, `CheckFailed` otherwise (not graded)."""
     if name not in _CHECKS:
-        raise ValueError(_("unknown practice TODO {name!r}; the two are {todos}", name=name, todos=", ".join(_CHECKS)))
+        raise ValueError(_("unknown practice TODO {name!r}; the two are {todos}", name=name, todos=join(_CHECKS)))
     fn_name = PRACTICE_FUNCTIONS[name]
     if not callable(fn):
         raise CheckFailed(_("❌ {name}: pass the function itself, e.g. check_practice({name!r}, {fn_name})",

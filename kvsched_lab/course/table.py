@@ -7,13 +7,9 @@ other string in a cell.
 """
 from __future__ import annotations
 
-import unicodedata
 from typing import Sequence
 
-
-def display_width(text: str) -> int:
-    """Columns `text` takes in a monospaced font: 2 per wide or full-width character, 1 otherwise."""
-    return sum(2 if unicodedata.east_asian_width(ch) in ("W", "F") else 1 for ch in text)
+from kvsched_lab.i18n.width import display_width
 
 
 def row(cells: Sequence[object], widths: Sequence[int]) -> str:

@@ -18,7 +18,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Dict, Hashable, List, Optional, Sequence, Tuple
 
-from kvsched_lab.i18n import _
+from kvsched_lab.i18n import N_, _
 from kvsched_lab.sim.policies.base import Policy
 
 Weights = Tuple[float, float, float]  # (reuse, recency, size)
@@ -307,7 +307,8 @@ def record_heap_steps(touches: Sequence[Tuple[Hashable, int]] = DEFAULT_TOUCHES,
     return steps
 
 
-LIVE, STALE_RESCORED, STALE_EVICTED = "live", "stale: re-scored since", "stale: entry evicted"
+# A record's status (compared by the code) and, translated, its label in a printed table.
+LIVE, STALE_RESCORED, STALE_EVICTED = N_("live"), N_("stale: re-scored since"), N_("stale: entry evicted")
 
 
 def heap_view(steps: Sequence[HeapStep], step: int) -> List[Dict[str, Any]]:
@@ -315,7 +316,8 @@ def heap_view(steps: Sequence[HeapStep], step: int) -> List[Dict[str, Any]]:
 
     A record is live when it matches its prefix's entry (same priority and last_used); stale
     when the entry was re-scored after the push (a newer record exists) or was evicted.
-    Popping skips stale records, so the first live row is the next victim.
+    Popping skips stale records, so the first live row is the next victim. ``label`` is the
+    status in the learner's language.
     """
     s = steps[step]
     live = {k: (p, t) for k, p, t, _, _ in s.entries}
@@ -327,7 +329,8 @@ def heap_view(steps: Sequence[HeapStep], step: int) -> List[Dict[str, Any]]:
             status = STALE_RESCORED
         else:
             status = LIVE
-        rows.append({"priority": priority, "last_used": last_used, "prefix": prefix, "status": status})
+        rows.append({"priority": priority, "last_used": last_used, "prefix": prefix, "status": status,
+                     "label": _(status)})
     return rows
 
 

@@ -16,6 +16,7 @@ import random
 from typing import Dict, List
 
 from kvsched_lab.grading.harness import Case
+from kvsched_lab.i18n import N_  # case kinds and families: the feedback shows them in its language
 
 SEED = 20251129  # fixed: the grader and the kernel must see the same cases
 
@@ -98,31 +99,32 @@ def hidden_cases() -> List[Case]:
     rng = random.Random(SEED)
     cases: List[Case] = []
     chapter = [["touch", k, b] for k, b in (("a", 40), ("b", 48), ("a", 40), ("c", 56), ("d", 48), ("a", 40))]
-    cases.append(_case("chapter example", "chapter example",
+    cases.append(_case(N_("chapter example"), N_("chapter example"),
                        {"capacity": 128, "ops": chapter + [["snapshot"]]}))
     for i, capacity in enumerate([64, 100, 128, 256, 1000, 4096, 128, 300, 2048, 777, 160, 512]):
         keys = [f"p{j}" for j in range(rng.randint(4, 16))]
         sizes = sorted({max(1, capacity // rng.choice([2, 3, 4, 5, 8, 10])) for _ in range(3)})
-        cases.append(_case(f"random #{i + 1}", "random sequences",
+        cases.append(_case(f"{N_('random')} #{i + 1}", N_("random sequences"),
                            {"capacity": capacity, "ops": _random_ops(rng, rng.randint(40, 90), keys, sizes)}))
     for i in range(3):
         capacity = rng.choice([60, 120, 240])
         keys = [f"t{j}" for j in range(8)]
-        cases.append(_case(f"ties #{i + 1}", "ties in priority",
+        cases.append(_case(f"{N_('ties')} #{i + 1}", N_("ties in priority"),
                            {"capacity": capacity, "ops": _random_ops(rng, 60, keys, [capacity // 6])}))
     for i, capacity in enumerate([50, 120]):
         third = capacity // 3
         ops = [["touch", "x", capacity], ["snapshot"], ["touch", "y", capacity], ["touch", "y", capacity],
                ["touch", "a", third], ["touch", "b", third], ["touch", "c", capacity - 2 * third],
                ["snapshot"], ["touch", "a", third], ["touch", "d", third], ["touch", "x", capacity], ["snapshot"]]
-        cases.append(_case(f"exact capacity #{i + 1}", "entry exactly at capacity", {"capacity": capacity, "ops": ops}))
+        cases.append(_case(f"{N_('exact capacity')} #{i + 1}", N_("entry exactly at capacity"),
+                           {"capacity": capacity, "ops": ops}))
     for i, capacity in enumerate([40, 256]):
         unit = max(1, capacity // 20)
         ops = [["touch", f"s{j}", unit] for j in range(capacity // unit)]
         ops += [["touch", f"s{j}", unit] for j in range(0, 6, 2)]
         ops += [["touch", "big", capacity - unit], ["snapshot"], ["touch", "s1", unit], ["touch", "big2", capacity],
                 ["snapshot"]]
-        cases.append(_case(f"multi-evict #{i + 1}", "several evictions for one add",
+        cases.append(_case(f"{N_('multi-evict')} #{i + 1}", N_("several evictions for one add"),
                            {"capacity": capacity, "ops": ops}))
     for i in range(3):
         capacity = rng.choice([100, 150, 200])
@@ -133,26 +135,27 @@ def hidden_cases() -> List[Case]:
                 ops.append(["touch", k, capacity // 4])
             ops += [["touch", keys[0], capacity // 4], ["touch", keys[0], capacity // 4], ["snapshot"]]
             rng.shuffle(keys)
-        cases.append(_case(f"reuse after eviction #{i + 1}", "stale records and reuse after eviction",
+        cases.append(_case(f"{N_('reuse after eviction')} #{i + 1}", N_("stale records and reuse after eviction"),
                            {"capacity": capacity, "ops": ops}))
     for i, capacity in enumerate([1, 2, 3]):
         keys = ["u", "v", "w"]
-        cases.append(_case(f"tiny capacity #{i + 1}", "tiny capacities",
+        cases.append(_case(f"{N_('tiny capacity')} #{i + 1}", N_("tiny capacities"),
                            {"capacity": capacity, "ops": _random_ops(rng, 40, keys, list(range(1, capacity + 1)))}))
     for i, capacity in enumerate([10 ** 9, 2 ** 40 + 7, 10 ** 6]):
         keys = [f"h{j}" for j in range(10)]
         sizes = [capacity // 3, capacity // 7 + 1, capacity // 1000 + 3, 1]
-        cases.append(_case(f"large capacity #{i + 1}", "large capacities",
+        cases.append(_case(f"{N_('large capacity')} #{i + 1}", N_("large capacities"),
                            {"capacity": capacity, "ops": _random_ops(rng, 60, keys, sizes)}))
     for i in range(3):
         capacity = rng.choice([128, 500])
         ops = [["touch", "a", capacity // 4], ["touch", "b", capacity // 2], ["touch", "a", capacity // 4]]
         ops += [["score", h, sz, age] for h in (0, 1, 3, 10) for sz in (1, capacity // 4, capacity) for age in (0, 1, 4, 99)]
         ops += [["retime", "a", 5], ["retime", "b", 1], ["snapshot"], ["touch", "c", capacity // 2], ["snapshot"]]
-        cases.append(_case(f"score probes #{i + 1}", "score probes", {"capacity": capacity, "ops": ops}))
+        cases.append(_case(f"{N_('score probes')} #{i + 1}", N_("score probes"), {"capacity": capacity, "ops": ops}))
     for i in range(6):
-        cases.append({"name": f"crafted heap #{i + 1}", "family": "crafted heap records and ties",
+        cases.append({"name": f"{N_('crafted heap')} #{i + 1}", "family": N_("crafted heap records and ties"),
                       "phases": [_edge_phase(rng)]})
     for i in range(4):
-        cases.append({"name": f"precision #{i + 1}", "family": "precision", "phases": [_precision_phase(rng)]})
+        cases.append({"name": f"{N_('precision')} #{i + 1}", "family": N_("precision"),
+                      "phases": [_precision_phase(rng)]})
     return cases

@@ -13,6 +13,10 @@ from dataclasses import dataclass
 from typing import Any, List, Optional
 
 from kvsched_lab.grading.harness import Case
+from kvsched_lab.i18n.messages import Deferred
+from kvsched_lab.i18n.messages import Deferred as _  # feedback words: rendered in --lang's language when written
+from kvsched_lab.i18n.messages import N_, translate
+from kvsched_lab.i18n.width import display_width
 
 REL_TOL = 1e-9
 SNAPSHOT_TOL = 1.0001e-4  # one unit of round(priority, 4), for the score TODO only
@@ -22,16 +26,46 @@ SNAPSHOT_TOL = 1.0001e-4  # one unit of round(priority, 4), for the score TODO o
 class Mismatch:
     """Where a case first went differently, in words a learner can act on."""
 
-    case: str
-    where: str  # e.g. "phase 2, operation 9 of 27: touch('w8', 12)"
+    case: str  # the case's name, e.g. "ties #1"
+    where: str  # e.g. "phase 2, operation 9 of 27: touch('w8', 12)" (a `Deferred` when built here)
     what: str  # e.g. "log events"
     observed: str
     expected: str
 
-    def text(self) -> str:
-        return (f"case '{self.case}', {self.where}\n"
-                f"  {self.what}: observed {self.observed}\n"
-                f"  {' ' * len(self.what)}  expected {self.expected}")
+    def text(self) -> "MismatchText":
+        """Three lines: the case and where, then the observed value over the expected one."""
+        return MismatchText(self)
+
+
+def _in(lang: str, text: str) -> str:
+    return text.render(lang) if isinstance(text, Deferred) else text
+
+
+def case_label(name: str, lang: str) -> str:
+    """A case's name in `lang`: its kind translated (``N_`` in cases.py), its number kept."""
+    kind, sep, number = name.rpartition(" #")
+    return translate(lang, kind) + sep + number if sep else translate(lang, name)
+
+
+class MismatchText(Deferred):
+    """A `Mismatch` as text in the language it is rendered in; "expected" stays under "observed"."""
+
+    def __new__(cls, m: Mismatch) -> "MismatchText":
+        self = str.__new__(cls, cls.lines(m, "en"))
+        self.template, self.fields, self.mismatch = str(self), {}, m
+        return self
+
+    def render(self, lang: str) -> str:
+        return self.lines(self.mismatch, lang)
+
+    @staticmethod
+    def lines(m: Mismatch, lang: str) -> str:
+        what = _in(lang, m.what)
+        observed = translate(lang, N_("{what}: observed"), what=what)
+        expected = translate(lang, N_("expected"))
+        pad = " " * max(0, display_width(observed) - display_width(expected))
+        return (translate(lang, N_("case '{case}', {where}"), case=case_label(m.case, lang), where=_in(lang, m.where))
+                + f"\n  {observed} {_in(lang, m.observed)}\n  {pad}{expected} {_in(lang, m.expected)}")
 
 
 def same(a: Any, b: Any, tol: float = 0.0) -> bool:
@@ -75,27 +109,28 @@ def describe_op(op: list) -> str:
     if kind == "score":
         return f"_score(hits={op[1]}, size={op[2]}, last_used=time-{op[3]})"
     if kind == "stale":
-        return f"a stale heap record pushed for {op[1]!r} (priority {op[2]:+g}, last_used {op[3]:+d} from its entry's)"
+        return _("a stale heap record pushed for {prefix} (priority {priority}, last_used {last_used} from its entry's)",
+                 prefix=repr(op[1]), priority=f"{op[2]:+g}", last_used=f"{op[3]:+d}")
     if kind == "orphan":
-        return f"a heap record pushed for {op[1]!r}, which is not cached"
+        return _("a heap record pushed for {prefix}, which is not cached", prefix=repr(op[1]))
     if kind == "unqueue":
-        return f"the live heap record of {op[1]!r} removed"
+        return _("the live heap record of {prefix} removed", prefix=repr(op[1]))
     if kind == "retime":
-        return f"{op[1]!r}'s last_used set to time-{op[2]}, then _refresh_queue({op[1]!r})"
+        return _("{prefix}'s last_used set to time-{age}, then _refresh_queue({prefix})", prefix=repr(op[1]), age=op[2])
     return repr(op)
 
 
-_STEP_PARTS = {"touch": ("log events", "current_bytes"), "evict": ("log events", "current_bytes"),
+_STEP_PARTS = {"touch": (_("log events"), "current_bytes"), "evict": (_("log events"), "current_bytes"),
                "snapshot": ("snapshot",), "score": ("score",)}
 
 
 def _step_diff(got: list, want: list, score_todo: bool) -> Optional[tuple]:
     """(what, observed, expected) for the first differing part of one step's result, or None."""
     if isinstance(got, list) and len(got) == 2 and got[0] == "error":
-        return "result", f"raised {got[1]}", _show(want[1:] if len(want) > 2 else want[1])
+        return _("result"), _("raised {error}", error=got[1]), _show(want[1:] if len(want) > 2 else want[1])
     if not isinstance(got, list) or not got or got[0] != want[0]:
-        return "result", _show(got), _show(want)
-    for i, part in enumerate(_STEP_PARTS.get(want[0], ("result",)), start=1):
+        return _("result"), _show(got), _show(want)
+    for i, part in enumerate(_STEP_PARTS.get(want[0], (_("result"),)), start=1):
         g, w = got[i] if i < len(got) else None, want[i] if i < len(want) else None
         ok = _same_snapshot(g, w, score_todo) if want[0] == "snapshot" else same(g, w)
         if not ok:
@@ -105,9 +140,9 @@ def _step_diff(got: list, want: list, score_todo: bool) -> Optional[tuple]:
 
 def _final_diff(got: Any, want: dict) -> Optional[tuple]:
     if not isinstance(got, dict) or "error" in got:
-        return "final state", _show(got.get("error") if isinstance(got, dict) else got), "a readable state"
+        return _("final state"), _show(got.get("error") if isinstance(got, dict) else got), _("a readable state")
     for key, what in (("log", "log"), ("current_bytes", "current_bytes"), ("entries", "entries"),
-                      ("queue", "heap records (sorted)"), ("heap", "queue is a valid heap"), ("time", "time")):
+                      ("queue", _("heap records (sorted)")), ("heap", _("queue is a valid heap")), ("time", "time")):
         g, w = got.get(key), want[key]
         if same(g, w):
             continue
@@ -116,8 +151,12 @@ def _final_diff(got: Any, want: dict) -> Optional[tuple]:
                 gi = g[i] if i < len(g) else "<none>"
                 wi = w[i] if i < len(w) else "<none>"
                 if not same(gi, wi):
-                    field = "[prefix, priority, last_used, hits, bytes, entry.prefix]" if key == "entries" else ""
-                    return f"{what} item {i} {field}".rstrip(), _show(gi), _show(wi)
+                    if key == "entries":
+                        item = _("{what} item {index} [prefix, priority, last_used, hits, bytes, entry.prefix]",
+                                 what=what, index=i)
+                    else:
+                        item = _("{what} item {index}", what=what, index=i)
+                    return item, _show(gi), _show(wi)
         return what, _show(g), _show(w)
     return None
 
@@ -125,19 +164,21 @@ def _final_diff(got: Any, want: dict) -> Optional[tuple]:
 def first_mismatch(case: Case, got: Any, want: list, score_todo: bool = False) -> Optional[Mismatch]:
     """None when `got` (the learner's observations of `case`) matches `want` (the reference's)."""
     if not isinstance(got, list) or len(got) != len(want):
-        return Mismatch(case["name"], "the whole case", "observations", _show(got), f"{len(want)} phases")
+        return Mismatch(case["name"], _("the whole case"), _("observations"), _show(got),
+                        _("{count} phases", count=len(want)))
     for p, (phase, g, w) in enumerate(zip(case["phases"], got, want), start=1):
         gsteps, wsteps = g.get("steps", []), w["steps"]
         for k, wstep in enumerate(wsteps):
             gstep = gsteps[k] if k < len(gsteps) else ["missing"]
             diff = _step_diff(gstep, wstep, score_todo)
             if diff:
-                where = (f"phase {p} (capacity {phase['capacity']}), operation {k + 1} of {len(wsteps)}: "
-                         f"{describe_op(phase['ops'][k])}")
+                where = _("phase {phase} (capacity {capacity}), operation {index} of {count}: {op}", phase=p,
+                          capacity=phase["capacity"], index=k + 1, count=len(wsteps), op=describe_op(phase["ops"][k]))
                 return Mismatch(case["name"], where, *diff)
         diff = _final_diff(g.get("final"), w["final"])
         if diff:
-            return Mismatch(case["name"], f"phase {p} (capacity {phase['capacity']}), final state", *diff)
+            return Mismatch(case["name"], _("phase {phase} (capacity {capacity}), final state", phase=p,
+                                            capacity=phase["capacity"]), *diff)
     return None
 
 

@@ -204,7 +204,8 @@ def feedback_text(g: Grade, lang: str = "en") -> str:
                       "come in families (ordinary sequences, ties, capacity edges, stale records, precision...); each\n"
                       "family is an equal share of a TODO's points.")), ""]
     for name, t in g.todos.items():
-        out.append(f"## {name} ({TODO_METHODS[name]}): {t.status}, {t.points}/{POINTS}")
+        out.append(say(_("## {name} ({method}): {status}, {points}/{total}", name=name, method=TODO_METHODS[name],
+                         status=_(t.status), points=t.points, total=POINTS)))
         out.append("")
         if t.origin:
             out += [say(_("Graded: {origin}", origin=bounded(t.origin, 200))), ""]

@@ -33,6 +33,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import List, Optional, Tuple
 
+from kvsched_lab.i18n import N_, _
+
 SANDBOX_UID_BASE = 61000  # as root: job k runs as uid/gid 61000 + k (unused by system accounts)
 BOX = "/box"  # the sandbox's working folder (tmpfs)
 INPUTS = "/box-in"  # the submission's grading inputs (read-only)
@@ -44,7 +46,7 @@ MAX_FILE_BYTES = 64 << 20  # one file written in the sandbox
 OUTPUT_CAP = 100 << 20  # bytes of the sandbox's stdout the grader reads; more ends it
 SYSTEM_DIRS = ("/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32")
 SYSTEM_FILES = ("/etc/ld.so.cache", "/etc/localtime", "/etc/nsswitch.conf")
-HOW_TO_ENABLE = ("install bubblewrap (Debian/Ubuntu: `apt-get install bubblewrap`; Fedora: `dnf install "
+HOW_TO_ENABLE = N_("install bubblewrap (Debian/Ubuntu: `apt-get install bubblewrap`; Fedora: `dnf install "
                  "bubblewrap`) and allow unprivileged user namespaces (`sysctl kernel.unprivileged_userns_clone=1`"
                  " on older Debian; on Ubuntu 24.04+ an AppArmor profile for bwrap), or grade as root in a "
                  "container started with --privileged or CAP_SYS_ADMIN")
@@ -212,11 +214,11 @@ def _kill_group(pid: int) -> None:
 def probe() -> Tuple[bool, str]:
     """(works, why not) for the sandbox on this machine: a real run of ``bwrap`` with our options."""
     if not sys.platform.startswith("linux"):
-        return False, f"the sandbox needs Linux (this is {sys.platform})"
+        return False, _("the sandbox needs Linux (this is {platform})", platform=sys.platform)
     if shutil.which("bwrap") is None:
-        return False, "bubblewrap (bwrap) is not installed"
+        return False, _("bubblewrap (bwrap) is not installed")
     if _is_root() and shutil.which("setpriv") is None:
-        return False, "setpriv (util-linux) is not installed"
+        return False, _("setpriv (util-linux) is not installed")
     import tempfile
 
     with tempfile.TemporaryDirectory(prefix="kvsched-probe-") as tmp:
@@ -225,10 +227,10 @@ def probe() -> Tuple[bool, str]:
         try:
             proc = subprocess.run(cmd, capture_output=True, text=True, timeout=60, preexec_fn=_limits(2048, 60, 4096))
         except (OSError, subprocess.TimeoutExpired) as e:
-            return False, f"bwrap could not start: {e}"
+            return False, _("bwrap could not start: {error}", error=e)
     if proc.returncode != 0 or proc.stdout.strip() == "":
-        detail = (proc.stderr.strip().splitlines() or ["no output"])[-1]
-        return False, f"bwrap fails here: {detail}"
+        detail = (proc.stderr.strip().splitlines() or [_("no output")])[-1]
+        return False, _("bwrap fails here: {detail}", detail=detail)
     if not proc.stdout.strip().isdigit() or int(proc.stdout.strip()) > 10:  # a new PID namespace numbers from 1
-        return False, f"bwrap ran without a PID namespace (pid {proc.stdout.strip()[:20]})"
-    return True, "bubblewrap works: learner code runs sandboxed"
+        return False, _("bwrap ran without a PID namespace (pid {pid})", pid=proc.stdout.strip()[:20])
+    return True, _("bubblewrap works: learner code runs sandboxed")

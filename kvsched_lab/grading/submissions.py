@@ -18,6 +18,7 @@ from typing import Dict, List, Set
 from kvsched_lab.grading.intake import MAX_FILE_BYTES
 from kvsched_lab.grading.stubs import class_methods, fingerprint, functions_in
 from kvsched_lab.i18n.messages import Deferred as _  # feedback text: its language is chosen when written
+from kvsched_lab.i18n.messages import Joined
 from kvsched_lab.sim.scheduler import TODO_METHODS
 from kvsched_lab.course.todos import cell_source, read_notebook, tagged_cells
 
@@ -69,12 +70,12 @@ def _from_notebooks(sub: Submission, notebooks: List[Path], stubs: Dict[str, Set
         for name, idx in tagged_cells(nb, "todo").items():
             for i in idx:
                 if name in candidates:
-                    candidates[name].append((f"{path.name}, cell {i + 1}", cell_source(nb["cells"][i])))
+                    candidates[name].append((_("{file}, cell {number}", file=path.name, number=i + 1), cell_source(nb["cells"][i])))
         for i, cell in enumerate(nb["cells"]):  # for a hint when a tag went missing
             if i not in tagged and cell.get("cell_type") == "code":
                 for name, method in TODO_METHODS.items():
                     if f"def {method}(" in cell_source(cell):
-                        untagged[name] = f"{path.name}, cell {i + 1}"
+                        untagged[name] = _("{file}, cell {number}", file=path.name, number=i + 1)
     for name, method in TODO_METHODS.items():
         found = candidates[name]
         attempted = [(o, s) for o, s in found if not _is_stub(s, method, stubs[name])]
@@ -123,7 +124,7 @@ def _from_py(sub: Submission, path: Path, stubs: Dict[str, Set[str]]) -> None:
                    for n in tree.body)
     if methods is None and not assigned:
         classes = [n.name for n in tree.body if isinstance(n, ast.ClassDef)]
-        detail = (_("the file defines no class KVCacheSchedulerSim (it defines {classes})", classes=", ".join(classes))
+        detail = (_("the file defines no class KVCacheSchedulerSim (it defines {classes})", classes=Joined(classes))
                   if classes else _("the file defines no class KVCacheSchedulerSim"))
         sub.todos = {name: TodoSource("error", "py", source, path.name, detail) for name in TODO_METHODS}
         return

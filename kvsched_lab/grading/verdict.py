@@ -25,6 +25,7 @@ from kvsched_lab.grading.cases import hidden_cases
 from kvsched_lab.grading.compare import errors_in, first_mismatch
 from kvsched_lab.grading.stubs import known_stubs
 from kvsched_lab.i18n.messages import Deferred as _  # feedback lines: rendered in --lang's language when written
+from kvsched_lab.i18n.messages import Applied, Deferred, Joined, N_
 from kvsched_lab.sim.scheduler import TODO_METHODS
 
 POINTS = 20  # per TODO; five TODOs make 100
@@ -33,9 +34,13 @@ TEXT_CAP = 300  # characters of one learner-controlled message shown in feedback
 HEAD_CAP = 2000  # characters of a learner's printed output shown in feedback
 
 
+# A TODO's grade status (compared by programs, written to grades.csv as is).
+STATUSES = (N_("passed"), N_("failed"), N_("not attempted"), N_("error"), N_("timed out"))
+
+
 @dataclass
 class TodoGrade:
-    status: str  # passed | failed | not attempted | error | timed out
+    status: str  # one of STATUSES; grades.csv keeps it in English, the feedback shows it translated
     points: int = 0
     passed: int = 0
     total: int = 0
@@ -75,12 +80,16 @@ _CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f\u200b-\u200f\u202a-\u202e\u2066-
 
 def bounded(text: Any, limit: int = TEXT_CAP) -> str:
     """Learner-controlled text for one line of feedback: a string, no control characters, at most `limit`."""
+    if isinstance(text, Deferred):  # bounded in whichever language it is rendered
+        return Applied(lambda t: bounded(t, limit), text)
     text = _CONTROL.sub("?", str(text)).replace("\n", " ")
     return text if len(text) <= limit else text[: limit - 3] + "..."
 
 
 def fenced(text: str, limit: int = HEAD_CAP) -> str:
     """`text` as a Markdown code block that nothing inside it can close (bounded, control characters replaced)."""
+    if isinstance(text, Deferred):
+        return Applied(lambda t: fenced(t, limit), text)
     body = _CONTROL.sub("?", text[:limit].replace("\r\n", "\n"))  # a CRLF is a line end; a lone CR is shown
     longest = max((len(m) for m in re.findall(r"`+", body)), default=0)
     fence = "`" * max(3, longest + 1)
@@ -196,8 +205,9 @@ def judge(todo: str, result: Optional[dict], ref: Reference) -> TodoGrade:
     else:
         failed = [f for f, (p, m) in by_family.items() if p < m]
         g.lines.append(_("Passed {passed} of {n} hidden cases. By family: {families}.", passed=passed, n=n,
-                         families=", ".join(f"{fam} {p}/{m}" for fam, (p, m) in by_family.items())))
-        g.lines.append(_("Failing: {families}.", families="; ".join(failed)))
+                         families=Joined(_("{family} {passed}/{total}", family=_(fam), passed=p, total=m)
+                                         for fam, (p, m) in by_family.items())))
+        g.lines.append(_("Failing: {families}.", families=Joined(_(fam) for fam in failed)))
     if problems["timeout"]:
         g.lines.append(_("{count} case(s) ran out of time (an infinite loop, or far too slow).",
                          count=problems["timeout"]))

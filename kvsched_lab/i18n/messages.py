@@ -7,14 +7,16 @@ keywords fill it (write a literal brace as ``{{``). In Chinese the template come
 data); a message missing there falls back to English, and `tests/test_i18n_messages.py` fails.
 ``N_("...")`` marks a literal for extraction where the message is chosen first and translated
 later (``_(label)`` with that value). `Deferred` is a message whose language is chosen only
-when it is shown (the grader's feedback, `kvsched grade --lang`). `kvsched i18n update` adds new
+when it is shown (the grader's feedback, `kvsched grade --lang`). `join` and `Joined` write a
+list the way each language does (``a, b`` in English, ``a、b`` in Chinese); `Applied` bounds or
+fences a `Deferred` without fixing its language. `kvsched i18n update` adds new
 msgids to the catalogue.
 """
 from __future__ import annotations
 
 import functools
 from pathlib import Path
-from typing import Dict
+from typing import Callable, Dict, Iterable, Optional
 
 from kvsched_lab.i18n.language import get_language
 from kvsched_lab.i18n.po import read_po
@@ -59,6 +61,40 @@ class Deferred(str):
         """This message in `lang`."""
         return translate(lang, self.template, **{k: v.render(lang) if isinstance(v, Deferred) else v
                                                   for k, v in self.fields.items()})
+
+
+# Between the items of a list: English ", ", Chinese the enumeration comma.
+LIST_SEPARATORS: Dict[str, str] = {"en": ", ", "zh": "、"}
+
+
+def join(items: Iterable[object], lang: Optional[str] = None) -> str:
+    """`items` as one list in `lang` (default: the current language)."""
+    return LIST_SEPARATORS[lang or get_language()].join(map(str, items))
+
+
+class Joined(Deferred):
+    """A list of messages (`Deferred` or plain), joined in the language it is rendered in."""
+
+    def __new__(cls, items: Iterable[object]) -> "Joined":
+        items = list(items)
+        self = str.__new__(cls, join(items, "en"))
+        self.template, self.fields, self.items = str(self), {}, items
+        return self
+
+    def render(self, lang: str) -> str:
+        return join((i.render(lang) if isinstance(i, Deferred) else i for i in self.items), lang)
+
+
+class Applied(Deferred):
+    """`function` (text -> text) applied to `message` once it is rendered: a bound, a fence."""
+
+    def __new__(cls, function: Callable[[str], str], message: str) -> "Applied":
+        self = str.__new__(cls, function(str(message)))
+        self.template, self.fields, self.function, self.message = str(self), {}, function, message
+        return self
+
+    def render(self, lang: str) -> str:
+        return self.function(self.message.render(lang) if isinstance(self.message, Deferred) else self.message)
 
 
 def N_(template: str) -> str:

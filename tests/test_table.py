@@ -1,0 +1,24 @@
+"""`lab.row`: printed table lines that stay aligned when a header is Chinese."""
+import pytest
+
+from kvsched_lab.course.table import row
+from kvsched_lab.i18n.width import display_width
+
+
+def test_a_chinese_header_takes_the_columns_of_its_display_width():
+    assert display_width("策略") == 4 and display_width("lru") == 3 and display_width("命中率 %") == 8
+    en = [row(["policy", "hits"], [-8, 6]), row(["lru", "12.5%"], [-8, 6])]
+    zh = [row(["策略", "命中率"], [-8, 8]), row(["lru", "12.5%"], [-8, 8])]
+    assert [display_width(line) for line in en] == [14, 14]
+    assert [display_width(line) for line in zh] == [16, 16]  # the right edges line up
+    assert zh[0] == "策略      命中率"
+
+
+def test_a_cell_wider_than_its_column_is_kept_whole_and_spacer_cells_work():
+    assert row(["a very long name", "1"], [-4, 3]) == "a very long name  1"
+    assert row(["p", "", "status"], [3, 2, 0]) == "  p  status"
+
+
+def test_cells_and_widths_must_match():
+    with pytest.raises(ValueError, match="2 cells but 3 widths"):
+        row(["a", "b"], [1, 2, 3])

@@ -4,10 +4,12 @@ from __future__ import annotations
 import copy
 import json
 import random
+import re
 from types import SimpleNamespace
 
 import pytest
 
+from kvsched_lab.i18n.width import display_width
 from kvsched_lab.kv.block_manager import RefCountedBlockManager
 from kvsched_lab.kv.concurrent import ConcurrentConfig, ConcurrentEngine, run_concurrent
 from kvsched_lab.kv.model import TinyDecoder, TinyDecoderConfig
@@ -138,7 +140,7 @@ def test_bad_config_is_rejected(field):
             ConcurrentConfig(**{**good, field: bad})
 
 
-def test_run_concurrent_on_trace_requests_reports_every_figure():
+def test_run_concurrent_on_trace_requests_reports_every_figure(monkeypatch):
     rng = random.Random(5)
     trace = [SimpleNamespace(hash_ids=[1, 2] + [rng.randrange(100, 200) for _ in range(rng.randint(0, 3))],
                              output_length=rng.randint(1, 40)) for _ in range(8)]
@@ -149,6 +151,16 @@ def test_run_concurrent_on_trace_requests_reports_every_figure():
     assert s["prefix_hit_rate"] > 0  # every prompt starts with blocks 1, 2
     assert s["tokens_generated"] == sum(min(r.output_length, 10) for r in trace)
     assert {"preemptions", "tokens_recomputed", "peak_blocks_in_use"} <= set(s)
+    # The printed summary names every figure once, in the learner's language, values in one column.
+    def value_columns(lines):
+        return {display_width(line) - display_width(line.split()[-1]) for line in lines}
+
+    lines = report.summary_text().splitlines()
+    assert len(lines) == len(s) and lines[1].startswith("requests finished") and lines[1].endswith(" 8")
+    monkeypatch.setenv("KVSCHED_LANG", "zh")
+    zh = report.summary_text().splitlines()
+    assert len(zh) == len(s) and all(re.search(r"[\u4e00-\u9fff]", line) for line in zh)
+    assert len(value_columns(lines)) == 1 and len(value_columns(zh)) == 1
     with pytest.raises(ValueError, match="check"):
         run_concurrent(trace, ConcurrentConfig(num_blocks=16), model=MODEL, check="some")
 

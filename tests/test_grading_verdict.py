@@ -19,6 +19,7 @@ import pytest
 
 from kvsched_lab.grading import harness
 from kvsched_lab.grading.cases import hidden_cases
+from kvsched_lab.i18n.messages import translate
 from kvsched_lab.grading.compare import Mismatch, describe_op, error_of, errors_in, first_mismatch, same
 from kvsched_lab.grading.verdict import (HEAD_CAP, POINTS, TEXT_CAP, Reference, bounded, families, family_points,
                                          fenced, judge, validate)
@@ -487,7 +488,11 @@ def test_the_feedback_names_passes_per_family_and_the_first_difference(reference
     assert lines[-1].startswith("First difference from the reference:\n\n```\ncase 'chapter example', phase 1")
     failing = [fam for fam, (p, m) in families([reference.cases[i] for i in reference.graded["entry"]],
                                                [False] * g.total).items()]
-    assert len(failing) > 1 and lines[1] == "Failing: " + "; ".join(failing) + "."  # every family fails here
+    assert len(failing) > 1 and lines[1] == "Failing: " + ", ".join(failing) + "."  # every family fails here
+    # In Chinese: the families translated, joined with the enumeration comma, the mismatch block too.
+    zh = [line.render("zh") for line in g.lines]
+    assert "、".join(translate("zh", fam) for fam in failing) in zh[1] and "优先级平局" in zh[0]
+    assert "用例“本章示例”，第 1 阶段（容量 128）" in zh[-1] and "实际" in zh[-1] and "期望" in zh[-1]
 
 
 def _result(reference, todo, **extra):

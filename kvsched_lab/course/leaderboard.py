@@ -30,7 +30,9 @@ import sys
 from dataclasses import dataclass, field
 from typing import Any, Dict, Hashable, List, Mapping, Optional, Sequence, Tuple, Union
 
-from kvsched_lab.i18n import _
+from kvsched_lab.course.table import row
+from kvsched_lab.i18n import _, join
+from kvsched_lab.i18n.width import display_width
 from kvsched_lab.sim.replay import replay
 from kvsched_lab.sim.traces import Request, load_trace, resolve_trace, sort_by_arrival, synthetic_trace
 
@@ -290,7 +292,7 @@ def _mooncake(name: str) -> Tuple[str, Tuple[Request, ...]]:
         return name, tuple(sort_by_arrival(load_trace(resolve_trace(name))))
     except FileNotFoundError:
         seed = 11 if name == "conversation" else 12
-        return f"generated stand-in for {name}", tuple(synthetic_trace(6000, seed=seed))
+        return _("generated stand-in for {name}", name=name), tuple(synthetic_trace(6000, seed=seed))
 
 
 def _shifted(requests: Sequence[Request], offset: int) -> List[Request]:
@@ -443,23 +445,27 @@ class ChallengeBoard:
         row = self[policy]
         return row["private"] / row["public"] if row["public"] > 0 else math.nan
 
+    @staticmethod
+    def _head() -> List[str]:
+        return [_("policy"), _("public"), _("private"), _("public rank"), _("private rank")]
+
     def to_text(self) -> str:
-        head = ["policy", "public", "private", "public rank", "private rank"]
+        head = self._head()
         body = [[r["policy"], _pct(r["public"]), _pct(r["private"]), str(r["public_rank"]), str(r["private_rank"])]
                 for r in self.rows]
-        widths = [max(len(x) for x in col) for col in zip(head, *body)]
-        lines = ["  ".join(x.ljust(w) if i == 0 else x.rjust(w) for i, (x, w) in enumerate(zip(line, widths)))
-                 for line in [head] + body]
+        widths = [max(display_width(x) for x in col) + 2 for col in zip(head, *body)]
+        lines = [row(line, [-widths[0]] + widths[1:]) for line in [head] + body]
         return "\n".join(lines + [self._note()])
 
     __str__ = __repr__ = to_text
 
     def _note(self) -> str:
-        return (f"score = share of the {self.public.baseline}-to-{self.public.bound} gap closed, mean over cells. "
-                f"public: {', '.join(self.public.cells)}. private: {', '.join(self.private.cells)}")
+        return _("score = share of the {baseline}-to-{bound} gap closed, mean over cells. public: {public}. "
+                 "private: {private}", baseline=self.public.baseline, bound=self.public.bound,
+                 public=join(self.public.cells), private=join(self.private.cells))
 
     def _repr_html_(self) -> str:
-        head = "".join(f"<th>{h}</th>" for h in ["policy", "public", "private", "public rank", "private rank"])
+        head = "".join(f"<th>{h}</th>" for h in self._head())
         body = "".join(
             f"<tr><td style='text-align:left'>{r['policy']}</td><td>{_pct(r['public'])}</td>"
             f"<td><b>{_pct(r['private'])}</b></td><td>{r['public_rank']}</td><td>{r['private_rank']}</td></tr>"
@@ -503,8 +509,10 @@ def challenge(policies: Union[Mapping[str, PolicySpec], Sequence[PolicySpec], No
         if bar is not None:
             bar.update(1)
         for column in ("public", "private"):
+            # A Mooncake trace's private cells are its held-back second half: named so, apart from the public ones.
+            trace = _("{trace} (second half)", trace=w.name) if column == "private" and w.public else w.name
             if refs[column]:
-                rows[column] += [{"trace": w.name, "policy": label, "capacity": cap,
+                rows[column] += [{"trace": trace, "policy": label, "capacity": cap,
                                   "hit_rate": h[column] / refs[column]} for label, h in hits.items()]
     if bar is not None:
         bar.close()

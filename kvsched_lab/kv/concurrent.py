@@ -34,6 +34,8 @@ import torch
 from kvsched_lab.kv.engine import block_id_tokens, chain_block_keys
 from kvsched_lab.kv.block_manager import RefCountedBlockManager
 from kvsched_lab.kv.model import TinyDecoder
+from kvsched_lab.i18n import N_, _
+from kvsched_lab.i18n.width import display_width
 
 # Largest |logit difference| accepted between a served token and a full recompute: the same fp32
 # math in another order (chunked prefill + decode vs one pass) differs by ~1e-6 on CPU.
@@ -107,6 +109,41 @@ class ConcurrentReport:
     def summary(self) -> Dict[str, Any]:
         """The scalar figures (no per-step series)."""
         return {k: v for k, v in vars(self).items() if not isinstance(v, list)}
+
+    def summary_text(self) -> str:
+        """`summary` as aligned lines, each figure named in the learner's language (`SUMMARY_LABELS`)."""
+        rows = []
+        for key, value in self.summary().items():
+            if isinstance(value, bool) or value is None:
+                shown = {True: _("yes"), False: _("no"), None: _("not checked")}[value]
+            else:
+                shown = f"{value:.4g}" if isinstance(value, float) else str(value)
+            rows.append((_(SUMMARY_LABELS[key]), shown))
+        width = max(display_width(label) for label, _value in rows) + 2
+        return "\n".join(label + " " * (width - display_width(label)) + shown for label, shown in rows)
+
+
+# What `ConcurrentReport.summary_text` calls each figure (English; shown translated).
+SUMMARY_LABELS: Dict[str, str] = {
+    "requests": N_("requests"),
+    "requests_finished": N_("requests finished"),
+    "steps": N_("engine steps"),
+    "preemptions": N_("preemptions"),
+    "requests_preempted": N_("requests preempted at least once"),
+    "tokens_recomputed": N_("tokens recomputed after a preemption"),
+    "tokens_generated": N_("tokens generated"),
+    "prefill_tokens_queried": N_("prefill tokens, resumes included"),
+    "prefill_tokens_cached": N_("... of them found in cached blocks"),
+    "prefix_hit_rate": N_("prefix-hit rate"),
+    "num_blocks": N_("blocks in the pool"),
+    "peak_blocks_in_use": N_("most blocks in use at once"),
+    "evictions": N_("cached blocks overwritten"),
+    "outputs_checked": N_("outputs compared with a full recompute"),
+    "preempted_outputs_checked": N_("... of them preempted"),
+    "max_abs_logit_diff": N_("largest |logit difference|"),
+    "logit_tolerance": N_("logit tolerance"),
+    "outputs_match": N_("outputs match"),
+}
 
 
 class ConcurrentEngine:

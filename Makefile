@@ -8,7 +8,7 @@ PORT   ?= 8888
 # Containers and Colab-like sandboxes run as root, which JupyterLab refuses unless told.
 ROOT_FLAG := $(if $(filter 0,$(shell id -u)),--allow-root,)
 
-.PHONY: lab test setup system-deps i18n clean mutation
+.PHONY: lab test setup system-deps cjk-font i18n clean mutation
 
 # The stamp depends on pyproject.toml so an edited dependency list re-runs the install.
 $(VENV)/.ready: pyproject.toml
@@ -32,11 +32,18 @@ setup: $(VENV)/.ready
 i18n: setup
 	@if [ -d i18n/zh_CN ]; then $(BIN)/kvsched i18n build; fi
 
-lab: i18n
+lab: i18n cjk-font
 
 lab: setup
 	@echo "Starting JupyterLab on notebooks/ (Ctrl-C to stop); open the URL printed below."
 	$(BIN)/python -m jupyter lab --notebook-dir=notebooks --no-browser --ip=127.0.0.1 --port=$(PORT) --ServerApp.open_browser=False $(ROOT_FLAG)
+
+# A font with Chinese glyphs, so the zh edition's figures show Chinese labels: installed with apt as
+# root where none is (containers, Colab-like sandboxes); elsewhere one line says how. Idempotent, quiet.
+cjk-font:
+	@fc-list :lang=zh family 2>/dev/null | grep -q . || { [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1 && \
+	  apt-get update -qq >/dev/null 2>&1 && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq fonts-noto-cjk \
+	  >/dev/null 2>&1; } || echo "note: no Chinese font (the zh edition's plots keep English labels): sudo apt-get install fonts-noto-cjk"
 
 # System packages the tests exercise, installed in one apt call as root (CI containers) when
 # missing: bubblewrap for the grading sandbox (`kvsched grade`), a CJK font for Chinese plot labels.

@@ -95,7 +95,7 @@ def test_a_chinese_title_is_drawn_with_the_cjk_font(monkeypatch):
 
 
 def test_widgets_leaderboard_and_doctor_speak_the_learners_language(monkeypatch):
-    from kvsched_lab import leaderboard as lb
+    from kvsched_lab.course import leaderboard as lb
     from kvsched_lab.cli.doctor import diagnose, report
 
     segments = widgets.explorer_trace(150, seed=0)
@@ -122,3 +122,7 @@ def test_widgets_leaderboard_and_doctor_speak_the_learners_language(monkeypatch)
     assert "prefix-hit rate" in en["explorer text"] and "前缀命中率" in zh["explorer text"]
     assert "gap closed" in en["board"] and "差距弥合" in zh["board"] and "gap closed" not in zh["board"]
     assert ("all set" in en["doctor"]) == ("一切就绪" in zh["doctor"])
+    # Every doctor row's mark and the rows' names of its own in Chinese (python, torch... are names).
+    assert all(line.startswith(("ok ", "NO ")) for line in en["doctor"].splitlines()[:-1])
+    assert all(line.startswith(("正常 ", "有问题 ")) for line in zh["doctor"].splitlines()[:-1])
+    assert "参考实现" in zh["doctor"] and "reference solutions" not in zh["doctor"]

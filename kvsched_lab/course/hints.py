@@ -58,8 +58,9 @@ HINTS: Dict[str, Tuple[str, str, str, str]] = {
         N_("Compare the popped record with the live entry `entry`: the record's `priority` and "
            "`last_used` were copied when it was pushed; the entry's fields are the truth now."),
         N_("The check reports: “used a record whose priority still matches but whose last_used is out of "
-           "date”; “used a record whose last_used still matches but whose priority is out of date”; “the "
-           "current record of live entry”… “was popped and dropped”."),
+           "date”; “used a record whose last_used still matches but whose priority is out of date”; and, "
+           "naming the entry, that the current record of a live entry was popped and dropped, so that entry "
+           "could never be evicted."),
         N_("`is_stale` is one comparison: the record is stale when its (priority, last_used) pair differs "
            "from the entry's current pair. Both fields count."),
     ),

@@ -10,6 +10,7 @@ quoted data (``'add:a'``) are not prose.
 from __future__ import annotations
 
 import ast
+import html
 import keyword
 import re
 from typing import List
@@ -38,8 +39,10 @@ _PUNCT = ".,:;!?()[]{}<>|\"'*=+-/%#~"
 def is_code(line: str) -> bool:
     """A line of printed Python source: a comment, or a statement that parses (a block header too)."""
     s = line.strip()
-    if s.startswith("#"):
-        return True
+    if s.startswith("##"):  # a Markdown heading, not a comment
+        return False
+    if s.startswith("#") or re.fullmatch(r"(else|try|finally)\s*:|(elif|except)\b.*:", s):
+        return True  # a comment, or a block clause that does not parse alone
     first = s.split()[0].rstrip(":") if s else ""
     if not re.search(r"[=()\[\]:.]", s) and first not in keyword.kwlist:  # a bare word parses as a name: no code
         return False
@@ -75,3 +78,33 @@ def english_prose(line: str) -> List[str]:
     if not CJK.search(line):
         return [" ".join(run) for run in runs]
     return [" ".join(run) for run in runs if len(run) >= 2]
+
+
+def _text(value) -> str:
+    return value if isinstance(value, str) else "".join(value)
+
+
+def output_lines(outputs: List[dict]) -> List[str]:
+    """The lines a learner reads in a cell's nbformat outputs: printed text, rich text, errors.
+
+    HTML is read without its tags (a table's cells become separate words); a figure, a widget
+    and the text/plain stand-in of either are not text to read (figures: the static zh tests).
+    """
+    lines: List[str] = []
+    for out in outputs:
+        kind = out.get("output_type")
+        if kind == "stream":
+            text = _text(out.get("text", ""))
+            lines += [part.rsplit("\r", 1)[-1] for part in text.split("\n")]  # a progress bar's last state
+        elif kind in ("execute_result", "display_data"):
+            data = out.get("data", {})
+            if "text/html" in data:
+                body = re.sub(r"<(br|tr|p|div|li|h\d|table|thead|tbody)\b[^>]*>", "\n", _text(data["text/html"]))
+                lines += html.unescape(re.sub(r"<[^>]+>", "  ", body)).splitlines()
+            elif "text/markdown" in data:
+                lines += _text(data["text/markdown"]).splitlines()
+            elif "text/plain" in data and not {"image/png", "application/vnd.jupyter.widget-view+json"} & set(data):
+                lines += _text(data["text/plain"]).splitlines()
+        elif kind == "error":
+            lines.append(f"{out.get('ename', '')}: {out.get('evalue', '')}")
+    return [line for line in lines if line.strip()]

@@ -19,6 +19,7 @@ from typing import Dict, Optional, Tuple
 
 import nbformat
 import pytest
+from english_prose import english_prose
 
 from kvsched_lab.grading import grade_main
 from kvsched_lab.grading.compare import same
@@ -623,9 +624,15 @@ def test_feedback_language_changes_the_feedback_only(tmp_path):
     for name, en in feedback["en"].items():
         zh = feedback["zh"][name]
         assert not cjk.search(en) and cjk.search(zh) and zh != en, name
-        # Statuses and points are the grades.csv words in both languages.
-        heads = [[line for line in text.splitlines() if line.startswith("## ")] for text in (en, zh)]
-        assert heads[0][:len(TODOS)] == heads[1][:len(TODOS)], name
+        # grades.csv keeps its English statuses; the feedback's headings read in Chinese, with the
+        # same TODO, method and points.
+        heads = [[line for line in text.splitlines() if line.startswith("## ")][:len(TODOS)] for text in (en, zh)]
+        for e, z in zip(*heads):
+            todo, method, points = re.fullmatch(r"## (\w+) \((\w+)\): [a-z ]+, (\d+/\d+)", e).groups()
+            assert re.fullmatch(rf"## {todo}（{method}）：[\u4e00-\u9fff]+，{points} 分", z), (e, z)
+        # Nothing in the Chinese feedback is English prose, outside the fenced code and values it quotes.
+        fenced = re.sub(r"```.*?```", "", zh, flags=re.S)
+        assert [line for line in fenced.splitlines() if english_prose(line)] == [], name
     wrong = next(t for n, t in feedback["zh"].items() if n.endswith("wrong.py.md"))
     assert "总分：" in wrong and "未通过的用例族：" in wrong and "与参考实现的第一处差异" in wrong
     assert "全部" in next(t for n, t in feedback["zh"].items() if n.endswith("ref.py.md"))

@@ -20,6 +20,7 @@ from pathlib import Path
 
 import polib
 import pytest
+from english_prose import english_prose
 
 from kvsched_lab.i18n.catalogue import catalogue_path, extract
 from kvsched_lab.i18n.code_shape import shape_difference
@@ -170,6 +171,44 @@ def test_zh_notebook_uses_the_glossary_terms(path):
                 if zh not in zh_text:
                     missing.append(f"{e['id']}: {en!r} -> {zh!r}")
     assert missing == []
+
+
+# --------------------------------------------------------------------------- figure text
+
+
+FIGURE_TEXT_NAMES = {"title", "xlabel", "ylabel", "label", "set_title", "set_xlabel", "set_ylabel", "suptitle"}
+
+
+def figure_texts(source: str) -> list:
+    """The string literals a code cell passes as a figure's title, axis label or legend label."""
+    out, last = [], []
+    for tok in tokenize.generate_tokens(io.StringIO(source).readline):
+        if tok.type in (tokenize.NL, tokenize.NEWLINE, tokenize.COMMENT, tokenize.INDENT, tokenize.DEDENT):
+            continue
+        if tok.type == tokenize.STRING and len(last) == 2 and last[0].type == tokenize.NAME \
+                and last[0].string in FIGURE_TEXT_NAMES and last[1].string in ("=", "("):
+            body = tok.string.lstrip("rbfRBF").strip("\"'")
+            out.append(re.sub(r"\{[^{}]*\}", " ", body))
+        last = (last + [tok])[-2:]
+    return out
+
+
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.name)
+def test_zh_figures_drawn_by_notebook_code_have_chinese_text(path):
+    # The zh setup cell selects a CJK font for every figure (lab.set_language), so a title or label
+    # a cell draws is translated like any string; the course's own plots: tests/test_i18n_plots.py.
+    zh = read_notebook(zh_path_for(ROOT, path))
+    english = [(c["id"], text) for c in zh["cells"] if c["cell_type"] == "code"
+               for text in figure_texts(cell_source(c)) if english_prose(text)]
+    assert english == []
+
+
+def test_figure_texts_finds_titles_and_labels_and_the_judge_flags_english_ones():
+    src = 'ax.set(xlabel="requests served", title=f"Prefill on {TRACE}")\nax.plot(x, y, label="a preemption")\n'
+    texts = figure_texts(src)
+    assert texts == ["requests served", "Prefill on  ", "a preemption"]
+    assert all(english_prose(t) for t in texts)
+    assert not any(english_prose(t) for t in figure_texts('ax.set(title="使用中的块数")\nax.legend(loc="lower left")'))
 
 
 # --------------------------------------------------------------------------- setup cell, READMEs

@@ -292,6 +292,13 @@ def test_heap_view_marks_exactly_the_stale_records():
     assert sum(r["status"] != widgets.LIVE for r in widgets.heap_view(ref_steps, len(touches))) > 3
 
 
+def test_heap_growth_names_a_policy_drawn_over_an_equal_one():
+    rec = {"touches": [1, 2, 3], "records": [1, 2, 3], "live": [1, 1, 1]}
+    got = labels(plots.plot_heap_growth({"seed": rec, "mine": dict(rec), "compact": {**rec, "records": [1, 1, 1]}}).axes[0])
+    assert "mine: heap records (same as seed, drawn over it)" in got
+    assert "seed: heap records" in got and "compact: heap records" in got
+
+
 def test_heap_view_labels_each_status_in_the_learners_language(monkeypatch):
     steps = widgets.record_heap_steps(list(widgets.DEFAULT_TOUCHES), 128)
     monkeypatch.setenv("KVSCHED_LANG", "zh")

@@ -169,7 +169,9 @@ def record_heap_growth(id_lists: Sequence[Sequence[Hashable]], capacity_blocks: 
 @_localized
 def plot_heap_growth(growth: Mapping[str, Mapping[str, Sequence[int]]], ax: Optional[Axes] = None,
                      title: Optional[str] = None) -> Figure:
-    """One line per policy for its heap records, and the live entries (the same for all) in black."""
+    """One line per policy for its heap records, and the live entries (the same for all) in black.
+
+    A policy whose records equal one drawn before it is labelled as the same (it hides it)."""
     fig, ax = _axes(ax)
     title = title or _("Heap records vs live entries")
     if not growth:  # every policy was skipped (e.g. withheld in the student release)
@@ -177,9 +179,13 @@ def plot_heap_growth(growth: Mapping[str, Mapping[str, Sequence[int]]], ax: Opti
         ax.set_title(title)
         return fig
     every = None
+    drawn: Dict[Tuple[int, ...], str] = {}  # records -> the first policy drawn with them
     for i, (name, rec) in enumerate(growth.items()):
         every = max(1, len(rec["touches"]) // 12)
-        ax.plot(rec["touches"], rec["records"], markevery=every, label=_("{name}: heap records", name=name), **style(i))
+        same = drawn.setdefault(tuple(rec["records"]), name)
+        label = _("{name}: heap records", name=name) if same == name else \
+            _("{name}: heap records (same as {other}, drawn over it)", name=name, other=same)
+        ax.plot(rec["touches"], rec["records"], markevery=every, label=label, **style(i))
     first = next(iter(growth.values()))
     ax.plot(first["touches"], first["live"], color="black", linewidth=2, linestyle="-", marker="|",
             markevery=every or 1, label=_("live entries (cached blocks)"))

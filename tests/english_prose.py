@@ -73,7 +73,9 @@ def english_prose(line: str) -> List[str]:
     """The English prose in one output line ([] when there is none)."""
     if is_code(line):
         return []
-    text = re.sub(r"`[^`]*`|'[^'\n]*'|\"[^\"\n]*\"|https?://\S+|\S*[/\\]\S*|\S+@\S+", " ", line)
+    # Code spans, quoted data, paths, trace@capacity cells and object reprs (<Legend at 0x7f...>) are no prose.
+    text = re.sub(r"`[^`]*`|'[^'\n]*'|\"[^\"\n]*\"|https?://\S+|\S*[/\\]\S*|\S+@\S+|<[\w.]+(?: object)? at 0x[0-9a-f]+>",
+                  " ", line)
     runs = [run for segment in CJK.split(text) for run in _words(segment)]
     if not CJK.search(line):
         return [" ".join(run) for run in runs]

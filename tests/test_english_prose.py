@@ -31,6 +31,7 @@ def test_english_is_caught(line):
     "return score",
     "conversation（后一半）@4000  差距弥合",
     "['add:a', 'add:b', 'reuse:a', 'evict:b', 'add:c']",
+    "<matplotlib.legend.Legend at 0x7fb0be7e1650>",  # a cell's last value (Jupyter hides it after a ';')
 ])
 def test_chinese_code_and_data_pass(line):
     assert english_prose(line) == [], line

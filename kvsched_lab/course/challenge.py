@@ -260,7 +260,7 @@ def challenge(policies: Union[Mapping[str, PolicySpec], Sequence[PolicySpec], No
     if progress:
         from tqdm.auto import tqdm
 
-        bar = tqdm(total=len(jobs) * (len(named) + 1), desc="challenge", unit="run", file=sys.stderr, leave=False)
+        bar = tqdm(total=len(jobs) * (len(named) + 1), desc=_("challenge"), unit="run", file=sys.stderr, leave=False)
     rows: Dict[str, List[Dict[str, Any]]] = {"public": [], "private": []}
     for w, cap in jobs:
         public, private = [r.hash_ids for r in w.public], [r.hash_ids for r in w.private]

@@ -283,7 +283,7 @@ def test_a_broken_progress_file_counts_as_no_hint_seen(answers, capsys):
 
 
 def test_tier_3_quotes_only_what_the_check_really_says():
-    source = (ROOT / "kvsched_lab" / "course" / "checks.py").read_text()
+    source = "\n".join(f.read_text() for f in sorted((ROOT / "kvsched_lab" / "course" / "checks").glob("*.py")))
     source = re.sub(r"[\"']\s*\n\s*f?[\"']", "", source)  # adjacent string literals, joined as Python does
     for name, tiers in HINTS.items():
         quotes = re.findall(r"“([^”]+)”", tiers[2])
@@ -299,7 +299,7 @@ def test_zh_tier_3_quotes_the_zh_check_messages_it_stands_for():
     from kvsched_lab.i18n.catalogue import extract
 
     zh = catalogue("zh")
-    check_messages = [m for m, where in extract().items() if any(w.startswith("kvsched_lab/course/checks.py:")
+    check_messages = [m for m, where in extract().items() if any(w.startswith("kvsched_lab/course/checks/")
                                                                    for w in where)]
     for name, tiers in HINTS.items():
         english = re.findall(r"“([^”]+)”", tiers[2])
@@ -438,9 +438,12 @@ def _answer_lines():
 def test_course_module_holds_no_reference_lines():
     sol = _solution_lines()
     answers = _answer_lines()
-    for path in (ROOT / "kvsched_lab" / "course").glob("*.py"):
+    for path in (ROOT / "kvsched_lab" / "course").rglob("*.py"):
         text = path.read_text()
-        assert "import solutions" not in text and "from solutions" not in text, path
+        # todos.reference_sources loads the instructor's `solutions` on demand (for the tests and the
+        # grader; a student release has none): it may import them, but holds none of their lines.
+        if path.name != "todos.py":
+            assert "import solutions" not in text and "from solutions" not in text, path
         code = {re.sub(r"\s+", " ", l.strip()) for l in text.splitlines()}
         assert not (code & sol), (path, code & sol)
         flat = re.sub(r"\s+", " ", text)

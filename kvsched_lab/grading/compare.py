@@ -12,7 +12,7 @@ import math
 from dataclasses import dataclass
 from typing import Any, List, Optional
 
-from kvsched_lab.grading.harness import Case
+from kvsched_lab.grading.observe import Case
 from kvsched_lab.i18n.messages import Deferred
 from kvsched_lab.i18n.messages import Deferred as _  # feedback words: rendered in --lang's language when written
 from kvsched_lab.i18n.messages import N_, translate

@@ -59,8 +59,8 @@ HINTS: Dict[str, Tuple[str, str, str, str]] = {
            "`last_used` were copied when it was pushed; the entry's fields are the truth now."),
         N_("The check reports: “used a record whose priority still matches but whose last_used is out of "
            "date”; “used a record whose last_used still matches but whose priority is out of date”; and, "
-           "naming the entry, that the current record of a live entry was popped and dropped, so that entry "
-           "could never be evicted."),
+           "naming the entry, that its current record “was popped and dropped” although “only out-of-date "
+           "records may be skipped”."),
         N_("`is_stale` is one comparison: the record is stale when its (priority, last_used) pair differs "
            "from the entry's current pair. Both fields count."),
     ),

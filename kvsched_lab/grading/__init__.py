@@ -12,7 +12,7 @@ Which file holds what:
 * shards.py: ``--shard K/N``; merge.py: ``kvsched grade merge``;
 * manifest.py: the end of a run: feedback, ``grades.csv`` and ``manifest.json``, one writer;
 * stamp.py: the version stamp (grader version and code, hidden cases' SHA-256);
-* progress.py: the batch's progress bar or lines, the release's named steps;
+* progress.py: the batch's progress bar or lines; steps.py: the release's checks by name;
 * intake.py, submissions.py: from paths to learners to their TODO code;
 * cases.py, verdict.py, compare.py, stubs.py: the hidden cases and how answers are scored;
 * harness.py, fakes.py, nbrun.py, kernel_launcher.py, sandbox.py: the sandbox and kernel side;

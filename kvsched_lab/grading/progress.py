@@ -1,11 +1,10 @@
-"""What a long run shows while it works: a batch's progress, and the release's checks by name.
+"""What a long batch shows while it works: its progress, learner by learner.
 
 `BatchProgress` is ``kvsched grade``'s progress: a tqdm bar on a terminal (done / total,
 failures so far, ETA), and one line per learner otherwise (a Slurm log, a pipe, CI), so a log
 shows where a batch is without a carriage-return mess. A *failure* is a row that did not get a
 verdict for every TODO (``error``, ``timed out``; the rows whose status is not ``ok``, leaving
-out review notes and ``unsandboxed``). `step` runs one named check of ``kvsched release`` and
-says its name before it starts and how it went when it ends.
+out review notes and ``unsandboxed``).
 """
 from __future__ import annotations
 
@@ -13,7 +12,7 @@ import sys
 import threading
 import time
 from datetime import timedelta
-from typing import Any, Callable, Optional, TextIO
+from typing import Optional, TextIO
 
 from tqdm import tqdm
 
@@ -75,15 +74,3 @@ class BatchProgress:
             self.bar.close()
         self._say(f"graded {self.graded_now} learner(s) in {_clock(time.monotonic() - self.started)}"
                   f" ({self.failures} failure(s))")
-
-
-def step(name: str, check: Callable[..., Any], *args: Any, stream: Optional[TextIO] = None, **kwargs: Any) -> Any:
-    """Run `check(*args, **kwargs)` as the release's named step: its name first, then its outcome."""
-    out = stream or sys.stdout
-    print(f"checking: {name} ...", file=out, flush=True)
-    started = time.monotonic()
-    result = check(*args, **kwargs)
-    problems = result[0] if isinstance(result, tuple) else result
-    told = f"{len(problems)} problem(s)" if isinstance(problems, list) and problems else "ok"
-    print(f"checked:  {name}: {told} ({time.monotonic() - started:.1f} s)", file=out, flush=True)
-    return result

@@ -38,6 +38,7 @@ from pathlib import Path
 from typing import Dict, Iterator, List, Optional, Set, Tuple
 
 from kvsched_lab.grading.nbrun import run_nbval
+from kvsched_lab.grading.steps import step
 from kvsched_lab.grading.stubs import CHAPTER_EXERCISE, COURSE_GIVEN_LINES
 from kvsched_lab.sim.scheduler import TODO_METHODS
 
@@ -469,12 +470,18 @@ def nbval_only_checks_fail(bundle: Path, cell_timeout: float) -> Tuple[List[str]
 
 def verify_release(bundle: Path, repo_url: str, cell_timeout: float = 300.0,
                    run_notebooks: bool = True) -> Tuple[List[str], List[str]]:
-    problems = forbidden_paths(bundle) + unclean_notebooks(bundle) + incomplete_zh_edition(bundle)
-    problems += find_leaks(bundle, forbidden_lines())
-    problems += setup_cell_urls(bundle, repo_url) + reveal_withheld(bundle) + colab_install(bundle)
+    """(problems, warnings); each check is named on stdout as it starts and ends (progress.py's `step`)."""
+    problems = step("no grader, reference, tests or withheld file", forbidden_paths, bundle)
+    problems += step("every notebook clean", unclean_notebooks, bundle)
+    problems += step("the Chinese edition complete", incomplete_zh_edition, bundle)
+    problems += step("no line of the reference", lambda: find_leaks(bundle, forbidden_lines()))
+    problems += step("setup cells install from --repo-url", setup_cell_urls, bundle, repo_url)
+    problems += step("lab.reveal says withheld", reveal_withheld, bundle)
+    problems += step("a Colab-style install holds no reference", colab_install, bundle)
     warnings: List[str] = []
     if run_notebooks:
-        p, warnings = nbval_only_checks_fail(bundle, cell_timeout)
+        p, warnings = step("nbval on both editions fails in check cells only", nbval_only_checks_fail, bundle,
+                           cell_timeout)
         problems += p
     return problems, warnings
 

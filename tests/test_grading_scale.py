@@ -33,31 +33,12 @@ from kvsched_lab.i18n.messages import Deferred
 from kvsched_lab.sim.scheduler import TODO_METHODS
 
 sys.path.insert(0, str(Path(__file__).parent / "grading_cases"))
-import variants as v  # noqa: E402
+from small_class import SIZE, outputs, write_class  # noqa: E402
 
 TODOS = list(TODO_METHODS)
 ROOT = Path(__file__).resolve().parents[1]
 SANDBOX_ARGS = [] if probe()[0] else ["--no-sandbox"]
 ARGS = ["--timeout", "5", *SANDBOX_ARGS]
-
-
-def write_class(root: Path) -> Path:
-    """Five learners; the one graded last ("wrong.py", slow like any run one) leaves time to kill a run."""
-    root.mkdir(parents=True)
-    (root / "ref.py").write_text(v.py_submission({}), encoding="utf-8")
-    (root / "stub.py").write_text(v.py_submission({t: v.stub(t) for t in TODOS}), encoding="utf-8")
-    (root / "syntax.py").write_text("class KVCacheSchedulerSim(:\n    pass\n", encoding="utf-8")
-    v.write_series(root / "nb-stubs", {})
-    (root / "wrong.py").write_text(v.py_submission({"score": v.WRONG["score"][0].source,
-                                                    "snapshot": v.ALTERNATIVES["snapshot"][0]}), encoding="utf-8")
-    return root
-
-
-def outputs(out: Path) -> dict:
-    """Everything a run writes that must not depend on how it was run (the journal's order may)."""
-    files = {"grades.csv": (out / "grades.csv").read_bytes(), "manifest.json": (out / "manifest.json").read_bytes()}
-    files.update({f"feedback/{p.name}": p.read_bytes() for p in sorted((out / "feedback").iterdir())})
-    return files
 
 
 @pytest.fixture(scope="module")
@@ -137,11 +118,11 @@ def test_every_output_carries_the_version_stamp(single):
     manifest = read_manifest(single["out"])
     assert manifest.stamp.cases_sha256 == cases_digest(hidden_cases()) and len(manifest.stamp.grader_sha256) == 64
     assert manifest.stamp.grader_version[0].isdigit()
-    assert manifest.shard is None and manifest.rows == manifest.learners and len(manifest.rows) == 5
+    assert manifest.shard is None and manifest.rows == manifest.learners and len(manifest.rows) == SIZE
     import hashlib
     assert manifest.grades_sha256 == hashlib.sha256(single["files"]["grades.csv"]).hexdigest()
     feedback = [text.decode() for name, text in single["files"].items() if name.startswith("feedback/")]
-    assert len(feedback) == 5
+    assert len(feedback) == SIZE
     for text in feedback:
         assert text.rstrip().splitlines()[-1] == (f"Graded by kvsched-lab {manifest.stamp.grader_version} (grader "
                                                   f"{manifest.stamp.grader_sha256[:12]}), hidden cases sha256 "
@@ -188,12 +169,12 @@ def test_a_killed_batch_resumes_to_the_same_bytes(single, capfd):
     assert proc.returncode == -signal.SIGKILL, f"the batch ended before it was killed:\n{log[-2000:]}"
     assert not (out / "grades.csv").exists() and not (out / "manifest.json").exists()
     done = len(read_journal(journal)[1])
-    assert 1 <= done < 5, log[-2000:]
+    assert 1 <= done < SIZE, log[-2000:]
     capfd.readouterr()
     assert grade_main([str(single["class"]), "--out", str(out), "--jobs", "1", "--resume", *ARGS]) == 0
     err = capfd.readouterr().err
-    assert f"resuming: {done} of 5 learner(s) already graded (journal), {5 - done} to go" in err
-    assert f"graded {5 - done} learner(s) in " in err, "only the missing learners are graded"
+    assert f"resuming: {done} of {SIZE} learner(s) already graded (journal), {SIZE - done} to go" in err
+    assert f"graded {SIZE - done} learner(s) in " in err, "only the missing learners are graded"
     assert outputs(out) == single["files"]
     # A resume with nothing missing grades nothing and still writes the same bytes.
     assert grade_main([str(single["class"]), "--out", str(out), "--resume", *ARGS]) == 0

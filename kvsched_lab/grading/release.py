@@ -447,8 +447,11 @@ def nbval_only_checks_fail(bundle: Path, cell_timeout: float) -> Tuple[List[str]
         notebooks = bundle_notebooks(copy)
         if not notebooks:
             return ["the bundle has no notebooks"], []
+        order = {p.relative_to(copy).as_posix(): k for k, p in enumerate(notebooks, start=1)}
         outcomes, tail = run_nbval(notebooks, copy, copy, cell_timeout=cell_timeout,
-                                   wall_timeout=60 + cell_timeout * 4 * len(notebooks))
+                                   wall_timeout=60 + cell_timeout * 4 * len(notebooks),
+                                   on_notebook=lambda rel: print(f"  nbval: {rel} ({order.get(rel, '?')} of "
+                                                                 f"{len(notebooks)})", flush=True))
         if outcomes is None:
             return [f"nbval did not run:\n{tail[-1500:]}"], []
         problems, warnings = [], []

@@ -148,6 +148,25 @@ def test_progress_is_one_line_per_learner_off_a_terminal(tmp_path):
     assert lines[3].startswith("graded 2 learner(s) in ") and lines[3].endswith("(1 failure(s))")
 
 
+def test_progress_is_a_bar_with_failures_and_eta_on_a_terminal():
+    import io
+
+    class Terminal(io.StringIO):
+        def isatty(self) -> bool:
+            return True
+
+    stream = Terminal()
+    shown = BatchProgress(3, stream=stream)
+    shown.update(_grade())
+    shown.update(Grade("class/bob", {t: TodoGrade("error") for t in TODOS}, error="not a notebook"))
+    shown.close()
+    screen = stream.getvalue()
+    assert "\r" in screen and "class/alice" not in screen, "a bar redrawn in place, not one line per learner"
+    last = screen.split("\r")[-1]
+    assert "2/3" in last and "failures 1" in last and "<" in last, last  # tqdm's "elapsed<remaining"
+    assert screen.rstrip().endswith("graded 2 learner(s) in 0:00:00 (1 failure(s))")
+
+
 # --------------------------------------------------------------------------- kill, resume; shards, merge
 
 def test_a_killed_batch_resumes_to_the_same_bytes(single, capfd):
@@ -263,3 +282,6 @@ def test_merge_refuses_mixed_missing_or_repeated_shards(shards, tmp_path):
         merge(copies, tmp_path / "refused")
     with pytest.raises(ValueError, match="is one of the shards"):
         merge(copies, copies[0])
+    (copies[1] / "journal.jsonl").unlink()
+    with pytest.raises(ValueError, match="cannot read the journal"):
+        merge(copies[:2] + [shards[2]], tmp_path / "refused")

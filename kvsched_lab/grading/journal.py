@@ -114,8 +114,11 @@ class Entry:
 
 def read_journal(path: Path) -> Tuple[Header, Dict[str, Entry]]:
     """The header and, per learner, the last complete entry. ValueError when it is no journal."""
-    with open(path, "rb") as f:
-        lines = f.read().split(b"\n")
+    try:
+        with open(path, "rb") as f:
+            lines = f.read().split(b"\n")
+    except OSError as e:
+        raise ValueError(f"cannot read the journal {path}: {e.strerror}") from None
     try:
         header = header_from(json.loads(lines[0]))
     except ValueError as e:

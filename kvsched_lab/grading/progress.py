@@ -45,7 +45,8 @@ class BatchProgress:
             self._say(f"resuming: {resumed} of {total} learner(s) already graded (journal), {total - resumed} to go")
 
     def _say(self, line: str) -> None:
-        (self.bar.write if self.bar is not None else lambda s: print(s, file=self.stream, flush=True))(line)
+        tqdm.write(line, file=self.stream)  # above the bar, on the bar's stream (not stdout)
+        self.stream.flush()
 
     def eta(self) -> Optional[float]:
         """Seconds left at this run's pace so far (None before the first learner is graded)."""

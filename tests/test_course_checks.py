@@ -362,7 +362,8 @@ def _reference_answer_line(name):
 
 
 def _stub_source(name):
-    from kvsched_lab.course.todos import cell_source, read_notebook, tagged_cells
+    from kvsched_lab.course.todos import tagged_cells
+    from kvsched_lab.notebook_files import cell_source, read_notebook
 
     for path in sorted((ROOT / "notebooks").glob("*.ipynb")):
         nb = read_notebook(path)

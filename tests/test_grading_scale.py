@@ -143,7 +143,8 @@ def test_progress_is_one_line_per_learner_off_a_terminal(tmp_path):
     lines = stream.getvalue().splitlines()
     assert lines[0] == "resuming: 1 of 4 learner(s) already graded (journal), 3 to go"
     # review notes and unsandboxed are not failures: every TODO got a verdict
-    assert lines[1].startswith("[2/4] class/alice: 35/100 review: opened '/etc/passwd'; unsandboxed | failures so far 0 | ETA ")
+    assert lines[1].startswith("[2/4] class/alice: 35/100 review: opened '/etc/passwd'; unsandboxed "
+                               "| failures so far 0 | ETA ")
     assert lines[2].startswith("[3/4] class/bob: 0/100 error: not a notebook | failures so far 1 | ETA 0:00:")
     assert lines[3].startswith("graded 2 learner(s) in ") and lines[3].endswith("(1 failure(s))")
 

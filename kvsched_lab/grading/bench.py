@@ -54,7 +54,8 @@ def bench_grading(n: int = 40, jobs: Optional[int] = None, timeout: float = 10.0
     clean = "ok" if sandboxed else "unsandboxed"
     assert len(grades) == n and all(g.status == clean for g in grades), "benchmark submissions must grade cleanly"
     per_core = n / batch / jobs
-    return {"submissions": float(n), "jobs": float(jobs), "cores": float(cores()), "sandboxed": float(sandboxed), "seconds_single": round(single, 2),
+    return {"submissions": float(n), "jobs": float(jobs), "cores": float(cores()), "sandboxed": float(sandboxed),
+            "seconds_single": round(single, 2),
             "seconds_batch": round(batch, 2), "submissions_per_second": round(n / batch, 3),
             "submissions_per_second_per_core": round(per_core, 3),
             "minutes_for_1000_on_16_cores": round(1000 / (per_core * 16) / 60, 1)}

@@ -1,16 +1,16 @@
 """Grading one submission, and the reports: a `Grade`, its feedback file, ``grades.csv``.
 
-A batch (batch.py) finds the learners (intake.py), copies each one's regular files into a private
-folder, parses each copy (submissions.py) and builds, once, the sandbox's library (``kvsched_lab`` without the
-withheld files, with only the kernel side of this package) and the expected observations (the
-reference's method for each TODO among the stand-ins of fakes.py, on every hidden case, here in
-the grader's process). Per submission (`grade_one`): a grading notebook of grader-owned cells that carry the
-learner's TODO code as data, and the cases' inputs, go into a bubblewrap sandbox (sandbox.py)
-where nbval runs them in a fresh kernel (nbrun.py, harness.py); the observations come back as
-one line of JSON, and are validated, compared with the expected ones and scored (verdict.py).
-The batch around it (learners, shards, the journal, workers, progress) is batch.py; the end of a
-run (feedback, ``grades.csv`` written once, atomically, and the manifest) is manifest.py's
-`write_class`, which calls `write_reports` here.
+A batch (batch.py) finds the learners (intake.py), copies each one's regular files into a
+private folder, parses each copy (submissions.py) and builds, once, the sandbox's library
+(``kvsched_lab`` without the withheld files, with only the kernel side of this package) and the
+expected observations (the reference's method for each TODO among the stand-ins of fakes.py, on
+every hidden case, here in the grader's process). Per submission (`grade_one`): a grading
+notebook of grader-owned cells that carry the learner's TODO code as data, and the cases'
+inputs, go into a bubblewrap sandbox (sandbox.py) where nbval runs them in a fresh kernel
+(nbrun.py, harness.py); the observations come back as one line of JSON, and are validated,
+compared with the expected ones and scored (verdict.py). The end of a run (feedback,
+``grades.csv`` written once, atomically, and the manifest) is manifest.py's `write_class`, which
+calls `write_reports` here.
 """
 from __future__ import annotations
 

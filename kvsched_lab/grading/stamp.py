@@ -69,6 +69,7 @@ def current_stamp(cases: list) -> Stamp:
 def stamp_from(data: object) -> Stamp:
     """A stamp read back from JSON; ValueError when it is not one."""
     fields = list(Stamp.__dataclass_fields__)
-    if not isinstance(data, dict) or sorted(data) != sorted(fields) or not all(isinstance(data[k], str) for k in fields):
+    if not isinstance(data, dict) or sorted(data) != sorted(fields) \
+            or not all(isinstance(data[k], str) for k in fields):
         raise ValueError(f"not a version stamp: {str(data)[:200]}")
     return Stamp(**{k: data[k] for k in fields})

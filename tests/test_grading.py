@@ -72,7 +72,7 @@ CHEATS = {
     "entry": "def touch(self, prefix, bytes_):\n"
              "    import kvsched_lab.grading.compare as c\n    c.same = lambda *a, **k: True\n",
     "snapshot": "def snapshot(self):\n"
-                "    import kvsched_lab.grading.harness as h\n    h.plain = lambda x, depth=0: 'patched'\n    return []\n",
+                "    import kvsched_lab.grading.observe as h\n    h.plain = lambda x, depth=0: 'patched'\n    return []\n",
 }
 
 
@@ -378,7 +378,7 @@ def release(tmp_path_factory):
 
 def test_release_builds_a_bundle_that_verifies_itself(release):
     from kvsched_lab.grading import release_main
-    from kvsched_lab.grading.release import WITHHELD_FILES
+    from kvsched_lab.grading.release_build import WITHHELD_FILES
 
     out, code, base = release
     assert code == 0
@@ -418,7 +418,7 @@ def test_release_builds_a_bundle_that_verifies_itself(release):
 def test_release_checks_setup_urls_and_the_colab_style_install(release, tmp_path):
     """The checks fail on a setup cell pointing at the full repository and on a bundle that installs
     `solutions` (shown here by putting it back); the real bundle passed both (release code 0)."""
-    from kvsched_lab.grading.release import colab_install, setup_cell_urls
+    from kvsched_lab.grading.release_checks import colab_install, setup_cell_urls
 
     out, code, _ = release
     assert code == 0 and setup_cell_urls(out, BUNDLE_URL) == []
@@ -435,7 +435,7 @@ def test_release_checks_setup_urls_and_the_colab_style_install(release, tmp_path
 
 
 def test_release_makefile_has_check_and_no_tests_target(release):
-    from kvsched_lab.grading.release import forbidden_paths
+    from kvsched_lab.grading.release_checks import forbidden_paths
 
     out, _, _ = release
     makefile = (out / "Makefile").read_text()
@@ -511,8 +511,8 @@ def test_bundle_runs_without_the_withheld_seed_policies(release):
 
 
 def test_release_checks_catch_leaks_dirt_and_failing_cells(tmp_path):
-    from kvsched_lab.grading.release import (build_release, find_leaks, forbidden_lines, nbval_only_checks_fail,
-                                             unclean_notebooks)
+    from kvsched_lab.grading.release_build import build_release
+    from kvsched_lab.grading.release_checks import find_leaks, forbidden_lines, nbval_only_checks_fail, unclean_notebooks
 
     forbidden = forbidden_lines()
     assert "is_stale = (priority, last_used) != (entry.priority, entry.last_used)" in forbidden
@@ -540,7 +540,9 @@ def test_release_checks_catch_leaks_dirt_and_failing_cells(tmp_path):
 
 
 def test_release_ships_a_complete_and_current_chinese_edition(tmp_path):
-    from kvsched_lab.grading.release import build_release, incomplete_zh_edition, release_main, stale_zh_edition
+    from kvsched_lab.grading.release import release_main
+    from kvsched_lab.grading.release_build import build_release, stale_zh_edition
+    from kvsched_lab.grading.release_checks import incomplete_zh_edition
 
     bundle = build_release(tmp_path / "bundle", _course(tmp_path), BUNDLE_URL)
     assert incomplete_zh_edition(bundle) == []
@@ -606,7 +608,8 @@ def test_no_sandbox_grades_the_same_and_says_unsandboxed(tmp_path):
 def test_the_sandbox_library_holds_no_reference_and_no_grader(tmp_path):
     """What the sandbox may read of the course: no reference line, no withheld file, no cases or grader."""
     from kvsched_lab.grading.grade import SANDBOX_SIDE, build_library
-    from kvsched_lab.grading.release import WITHHELD_FILES, find_leaks, forbidden_lines
+    from kvsched_lab.grading.release_build import WITHHELD_FILES
+    from kvsched_lab.grading.release_checks import find_leaks, forbidden_lines
 
     lib = build_library(tmp_path / "lib")
     assert find_leaks(lib, forbidden_lines()) == []

@@ -3,20 +3,24 @@
 `grade_main` and `release_main` are the ``kvsched grade`` and ``kvsched release`` commands;
 `bench_grading` times the grader. docs/grading.md explains the rules and the threat model.
 
-Which file holds what:
-
-* command.py: ``kvsched grade`` (and ``kvsched grade merge``) argument parsing;
-* batch.py: the batch loop (learners, shard, journal, workers, progress), `grade_submissions`;
-* grade.py: one submission in its sandbox (`grade_one`), its feedback, ``grades.csv``;
-* journal.py: each learner's grade written as it is known, read back by ``--resume``;
-* shards.py: ``--shard K/N``; merge.py: ``kvsched grade merge``;
-* manifest.py: the end of a run: feedback, ``grades.csv`` and ``manifest.json``, one writer;
-* stamp.py: the version stamp (grader version and code, hidden cases' SHA-256);
-* progress.py: the batch's progress bar or lines; steps.py: the release's checks by name;
-* intake.py, submissions.py: from paths to learners to their TODO code;
-* cases.py, verdict.py, compare.py, stubs.py: the hidden cases and how answers are scored;
-* harness.py, fakes.py, nbrun.py, kernel_launcher.py, sandbox.py: the sandbox and kernel side;
-* release.py: ``kvsched release``; bench.py: the grader's timing for ``kvsched bench``.
+Grader side (never in the sandbox): command.py (``kvsched grade`` and ``kvsched grade merge``:
+the command lines), batch.py (the batch: learners, ``--shard``, the journal, workers, progress),
+grade.py (one submission in its sandbox, its feedback, ``grades.csv``), journal.py (each
+learner's grade written as it is known, read back by ``--resume``), shards.py (``--shard K/N``),
+merge.py (``kvsched grade merge``), manifest.py (the end of a run: feedback, ``grades.csv``,
+``manifest.json``), stamp.py (the version stamp: grader version and code, hidden cases'
+SHA-256), progress.py (the batch's progress bar or lines), intake.py (finding learners, copying
+their files), submissions.py (each TODO's code, parsed, nothing run), stubs.py (the untouched
+stubs and the given code), cases.py (the hidden cases), verdict.py (validating observations,
+points), compare.py (first difference from the reference), sandbox.py (bubblewrap), bench.py
+(the grader's submissions per second per core); release.py (``kvsched release``),
+release_build.py (building the student bundle), release_checks.py (verifying it gives nothing
+away), steps.py (the release's checks named as they run).
+Sandbox side (the only files of this package the sandbox's library holds, grade.SANDBOX_SIDE):
+nbrun.py (nbval in the box), kernel_launcher.py (the kernel's clean import path and limits),
+harness.py (the kernel's side: one learner method run in forked children), observe.py (running a
+case and recording what it shows; the grader runs it on the reference too), audit.py (the
+advisory runtime audit hook), fakes.py (the stand-ins around one TODO).
 """
 from __future__ import annotations
 

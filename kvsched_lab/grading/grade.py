@@ -29,7 +29,7 @@ from typing import Dict, List, Optional
 import kvsched_lab
 from kvsched_lab.grading import sandbox
 from kvsched_lab.grading.nbrun import RESULT_MARK
-from kvsched_lab.grading.release import WITHHELD_FILES
+from kvsched_lab.grading.release_build import WITHHELD_FILES
 from kvsched_lab.grading.stamp import Stamp
 from kvsched_lab.grading.submissions import Submission, TodoSource
 from kvsched_lab.grading.verdict import POINTS, Reference, TodoGrade, bounded, fenced, judge, validate
@@ -43,7 +43,7 @@ PACKAGE = Path(kvsched_lab.__file__).resolve().parent
 REPO = PACKAGE.parent
 NORMAL = ("passed", "failed", "not attempted")
 # The kernel side of this package: all the sandbox gets of it (no cases, no reference, no grader).
-SANDBOX_SIDE = ("__init__.py", "fakes.py", "harness.py", "kernel_launcher.py", "nbrun.py")
+SANDBOX_SIDE = ("__init__.py", "audit.py", "fakes.py", "harness.py", "kernel_launcher.py", "nbrun.py", "observe.py")
 
 
 @dataclass

@@ -201,7 +201,7 @@ def test_a_real_slurm_array_then_merge_gives_the_single_machine_bytes(cluster, t
 
 def test_the_kubernetes_indexed_job_runs_one_shard_per_index(tmp_path, capsys):
     yaml = pytest.importorskip("yaml", reason="PyYAML (installed with the lab extra's Jupyter) reads the manifests")
-    from kvsched_lab.grading.command import _parser
+    from kvsched_lab.grading.command import grade_parser
 
     files = documented_files()
     grade, merge = yaml.safe_load(files["kvsched-grade.yaml"]), yaml.safe_load(files["kvsched-merge.yaml"])
@@ -212,7 +212,7 @@ def test_the_kubernetes_indexed_job_runs_one_shard_per_index(tmp_path, capsys):
     for index in (0, spec["completions"] - 1):
         argv = shlex.split(container["args"][0].replace("$JOB_COMPLETION_INDEX", str(index)))
         assert argv[:3] == ["exec", "kvsched", "grade"]
-        args = _parser().parse_args(argv[3:])
+        args = grade_parser().parse_args(argv[3:])
         assert parse_shard(args.shard) == (index, spec["completions"]) == (index, spec["parallelism"])
         assert args.out.endswith(f"shard-{index}") and args.resume
     argv = shlex.split(merge["spec"]["template"]["spec"]["containers"][0]["args"][0])

@@ -16,7 +16,8 @@ from kvsched_lab.i18n.language import LANGUAGES
 from kvsched_lab.sim.scheduler import TODO_METHODS
 
 
-def _parser() -> argparse.ArgumentParser:
+def grade_parser() -> argparse.ArgumentParser:
+    """``kvsched grade``'s arguments (the Kubernetes manifest's test parses its command with it)."""
     p = argparse.ArgumentParser(prog="kvsched grade", description=(
         "Grade learner submissions against the hidden reference (instructors only). A SUBMISSION is a "
         "class folder (each .ipynb/.py in it is one learner, each subfolder one learner), or one .ipynb "
@@ -47,7 +48,7 @@ def grade_main(argv: Optional[List[str]] = None) -> int:
     argv = sys.argv[1:] if argv is None else list(argv)
     if argv[:1] == ["merge"]:  # a class folder named merge is given as ./merge
         return merge_main(argv[1:])
-    p = _parser()
+    p = grade_parser()
     args = p.parse_args(argv)
     try:
         shard = parse_shard(args.shard) if args.shard is not None else None

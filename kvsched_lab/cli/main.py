@@ -28,7 +28,11 @@ def _load_requests(args: argparse.Namespace):
 
 def _cmd_replay(args: argparse.Namespace) -> int:
     requests = _load_requests(args)
-    if args.concurrent:
+    from kvsched_lab.cli.replay_tiers import run_tier_replay, wants_tiers
+
+    if wants_tiers(args):  # host and disk tiers: kvsched_lab/cli/replay_tiers.py
+        out = run_tier_replay(args, requests)
+    elif args.concurrent:
         from kvsched_lab.kv import ConcurrentConfig, run_concurrent
         from kvsched_lab.kv.model import TinyDecoder
 
@@ -134,6 +138,9 @@ def build_parser() -> argparse.ArgumentParser:
     rp.add_argument("--tokens-per-block", type=int, default=16,
                     help="with --real-kv or --concurrent: tokens in one block")
     rp.add_argument("--device", default=None, help="with --real-kv: cpu, cuda, cuda:1 (default: GPU if any)")
+    from kvsched_lab.cli.replay_tiers import add_tier_arguments
+
+    add_tier_arguments(rp)
     rp.set_defaults(func=_cmd_replay)
 
     i18n = sub.add_parser("i18n", help="the Chinese edition: update the PO files, build notebooks/zh, list stale")

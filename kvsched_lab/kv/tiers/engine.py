@@ -137,7 +137,14 @@ class TieredPrefixCacheEngine:
                 self._copy(step.src, self.slots[step.src][step.key], step.dst, dst_id)
                 self.slots[step.dst][step.key] = dst_id
             elif step.op == FREE:
-                self._allocator(step.src).free(self.slots[step.src].pop(step.key))
+                block_id = self.slots[step.src].pop(step.key)
+                index = index_of.get(step.key)
+                if step.src == DEVICE and index is not None and index not in fresh:
+                    # a block this request read from the device and still holds: it stays the
+                    # request's own, until the device takes it back (adopt) or the request ends
+                    fresh[index] = block_id
+                else:
+                    self._allocator(step.src).free(block_id)
             else:
                 raise ValueError(f"unknown step {step!r}")
 

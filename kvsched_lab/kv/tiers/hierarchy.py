@@ -141,15 +141,19 @@ class TierHierarchy:
             begin_request(list(keys))
         for index, key in enumerate(keys):
             self._depth = index + 1
-            self._touch(key, loaded=index < num_loaded, last=index == len(keys) - 1)
+            at_arrival = tiers[index] if index < len(tiers) else None
+            self._touch(key, at_arrival, loaded=index < num_loaded, last=index == len(keys) - 1)
         steps, self._steps = self._steps, []
         return tiers, steps
 
-    def _touch(self, key: Hashable, loaded: bool, last: bool) -> None:
+    def _touch(self, key: Hashable, at_arrival: Optional[int], loaded: bool, last: bool) -> None:
+        """Touch one key of the request; `at_arrival`: the tier it was in when the request arrived."""
         self.touches[key] = self.touches.get(key, 0) + 1
         below = [t for t in range(1, self.num_tiers) if key in self.policies[t].entries]
         came_from = None
-        if key not in self.policies[DEVICE].entries and below:
+        # A key on the device at arrival that an earlier key of this request pushed down is still
+        # in the request's own block: nothing to copy up, the device takes that block back.
+        if key not in self.policies[DEVICE].entries and below and at_arrival != DEVICE:
             if loaded:
                 came_from = below[0]
                 self.stats.moves[came_from, DEVICE] += 1

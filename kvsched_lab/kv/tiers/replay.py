@@ -13,6 +13,7 @@ from typing import Any, Callable, Dict, Optional, Sequence, Union
 from kvsched_lab.kv.tiers.costs import TierCosts, modeled_ttft_saved_s
 from kvsched_lab.kv.tiers.hierarchy import TierHierarchy
 from kvsched_lab.kv.tiers.placement import PlacementRule, make_rule
+from kvsched_lab.sim.events import EventLog
 from kvsched_lab.sim.traces import sort_by_arrival
 
 PolicySpec = Union[str, Callable[[int], Any]]  # a library policy name, or a factory called with capacity_bytes
@@ -65,9 +66,11 @@ def tier_replay(requests: Sequence[Any], policy: PolicySpec = "lru", capacity_bl
     block_bytes = costs.block_bytes if block_bytes is None else block_bytes
     hierarchy = build_hierarchy(policy, capacity_blocks, host_blocks, disk_blocks, rule=rule,
                                 lower_policy=lower_policy, min_hits=min_hits, costs=costs)
+    # A chapter-style log of strings ("evict:42") names keys as strings: then every tier gets string keys.
+    as_text = not all(isinstance(p.log, EventLog) for p in hierarchy.policies)
     started = time.perf_counter()
     for request in sort_by_arrival(requests):
-        hierarchy.serve(request.hash_ids)
+        hierarchy.serve([str(k) for k in request.hash_ids] if as_text else request.hash_ids)
     report = hierarchy.report(block_bytes)
     return {
         "capacity_blocks": capacity_blocks, "host_blocks": host_blocks, "disk_blocks": disk_blocks,

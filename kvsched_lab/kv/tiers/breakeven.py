@@ -64,6 +64,10 @@ LINKS: Mapping[str, float] = MappingProxyType({
     "PCIe 5.0 x16": 63.0e9,
     # A PCIe 4.0 NVMe SSD's sequential read, e.g. Samsung 990 PRO: up to 7,450 MB/s (its data sheet).
     "NVMe SSD (PCIe 4.0)": 7.45e9,
+    # 10 Gigabit Ethernet (IEEE 802.3ae): 10 Gbit/s line rate = 1.25 GB/s: a remote store over a plain network.
+    "10 GbE": 1.25e9,
+    # 100 Gigabit Ethernet or RDMA (InfiniBand EDR is also 100 Gbit/s): 12.5 GB/s, the links Mooncake's store targets.
+    "100 GbE / RDMA": 12.5e9,
     # H100 SXM5 HBM3: 3.35 TB/s (NVIDIA H100 data sheet): a copy inside GPU memory.
     "HBM3 (H100 SXM)": 3.35e12,
 })

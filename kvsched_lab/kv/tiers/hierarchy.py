@@ -23,7 +23,7 @@ from __future__ import annotations
 
 from collections import Counter, OrderedDict
 from dataclasses import dataclass, field
-from typing import Any, Dict, Hashable, List, NamedTuple, Optional, Sequence, Tuple
+from typing import Any, Dict, Hashable, Iterable, List, NamedTuple, Optional, Sequence, Tuple
 
 from kvsched_lab.kv.tiers.costs import TierCosts, move_name
 from kvsched_lab.kv.tiers.placement import DEVICE, TIER_NAMES, BlockInfo, PlacementRule
@@ -70,9 +70,11 @@ def can_discard(policy: Any) -> bool:
 class TierHierarchy:
     """Tiers of KV blocks, fastest first, each a policy holding up to its capacity in blocks."""
 
-    def __init__(self, policies: Sequence[Any], rule: PlacementRule, *, costs: Optional[TierCosts] = None) -> None:
+    def __init__(self, policies: Sequence[Any], rule: PlacementRule, *, costs: Optional[TierCosts] = None,
+                 record_steps: bool = True) -> None:
         """`policies`: one fresh scheduler per tier, device first (capacity_bytes = capacity in
-        blocks: every block has size 1 here). `costs` fill `BlockInfo`'s recompute and load times."""
+        blocks: every block has size 1 here). `costs` fill `BlockInfo`'s recompute and load times.
+        `record_steps=False` skips building the steps (a trace replay only counts)."""
         if not 1 <= len(policies) <= len(TIER_NAMES):
             raise ValueError(f"give 1 to {len(TIER_NAMES)} tier policies (device, host, disk), got {len(policies)}")
         for tier, policy in enumerate(policies):
@@ -93,8 +95,12 @@ class TierHierarchy:
         self.stats = TierStats()
         self._recompute_s = costs.recompute_s if costs else 0.0
         self._load_s = costs.load_s(self.num_tiers) if costs else (0.0,) * self.num_tiers
-        # Only rules that copy down early are asked after every touch (the others never are).
+        # Only rules that copy down early are asked after every touch (the others never are), and
+        # a rule that keeps the base `on_evict` (one tier down) is not asked per eviction.
         self._copies_down = type(rule).copy_down is not PlacementRule.copy_down
+        self._one_tier_down = type(rule).on_evict is PlacementRule.on_evict
+        self.record_steps = record_steps
+        self._entries = [p.entries for p in policies]
         self.touches: Dict[Hashable, int] = {}  # key -> requests that touched it (BlockInfo.hits)
         self._log_pos = [len(p.log) for p in policies]
         self._steps: List[Step] = []
@@ -169,9 +175,9 @@ class TierHierarchy:
             if op == EVICT:
                 self._left(event_key, DEVICE, data_at=DEVICE)
             elif op == ADD:
-                self._steps.append(Step(ADOPT, key, came_from))
+                self._step(ADOPT, key, came_from)
             elif op == SKIP:  # the device's policy bypassed it: it leaves the device at once
-                self._steps.append(Step(ADOPT, key, came_from))
+                self._step(ADOPT, key, came_from)
                 self._left(key, DEVICE, data_at=DEVICE)
         if self._copies_down and self.num_tiers > 1 and key in self.policies[DEVICE].entries \
                 and not self._held_below(key, DEVICE) and self.rule.copy_down(self.info(key)):
@@ -179,12 +185,22 @@ class TierHierarchy:
 
     # -- moving blocks --------------------------------------------------------------------------
     def _held_below(self, key: Hashable, tier: int) -> bool:
-        return any(key in self.policies[t].entries for t in range(tier + 1, self.num_tiers))
+        for entries in self._entries[tier + 1:]:
+            if key in entries:
+                return True
+        return False
+
+    def _step(self, op: str, key: Hashable, src: Optional[int], dst: Optional[int] = None) -> None:
+        if self.record_steps:
+            self._steps.append(Step(op, key, src, dst))
 
     def _left(self, key: Hashable, tier: int, data_at: int) -> None:
         """`key` left `tier` (its policy evicted or refused it); its data is still in tier `data_at`."""
         if not self._held_below(key, tier):
-            target = self.rule.on_evict(self.info(key), tier)
+            if self._one_tier_down:
+                target = tier + 1 if tier + 1 < self.num_tiers else None
+            else:
+                target = self.rule.on_evict(self.info(key), tier)
             if target is None:
                 self.stats.drops[tier] += 1
             else:
@@ -192,7 +208,7 @@ class TierHierarchy:
                     raise ValueError(f"{self.rule!r} moved a block from the {TIER_NAMES[tier]} tier to tier {target}")
                 self._place(key, target, data_at=data_at)
         if data_at == tier:
-            self._steps.append(Step(FREE, key, tier))
+            self._step(FREE, key, tier)
 
     def _place(self, key: Hashable, tier: int, data_at: int) -> None:
         """Copy `key` (its data in tier `data_at`) into `tier`, whose policy makes room first."""
@@ -200,12 +216,12 @@ class TierHierarchy:
             if op == EVICT:
                 self._left(event_key, tier, data_at=tier)
             elif op == ADD:
-                self._steps.append(Step(COPY, key, data_at, tier))
+                self._step(COPY, key, data_at, tier)
                 self.stats.moves[data_at, tier] += 1
             elif op == SKIP:  # this tier refused it: try further down
                 self._left(key, tier, data_at=data_at)
 
-    def _policy_touch(self, tier: int, key: Hashable, last: bool = False) -> List[Tuple[str, Hashable]]:
+    def _policy_touch(self, tier: int, key: Hashable, last: bool = False) -> Iterable[Tuple[str, Hashable]]:
         policy = self.policies[tier]
         touch_in_request = getattr(policy, "touch_in_request", None)
         if tier == DEVICE and touch_in_request is not None:
@@ -213,9 +229,9 @@ class TierHierarchy:
         else:
             policy.touch(key, 1)
         log, start = policy.log, self._log_pos[tier]
-        events = list(log.events(start) if isinstance(log, EventLog) else iter_events(log, start))
         self._log_pos[tier] = len(log)
-        return events
+        # `events` slices the log: later touches of other tiers (other logs) cannot change what it yields
+        return log.events(start) if isinstance(log, EventLog) else list(iter_events(log, start))
 
     def _discard(self, tier: int, key: Hashable) -> None:
         policy = self.policies[tier]
@@ -223,7 +239,7 @@ class TierHierarchy:
             policy.discard(key)
         else:
             policy.current_bytes -= policy.entries.pop(key)
-        self._steps.append(Step(FREE, key, tier))
+        self._step(FREE, key, tier)
 
     # -- the report -----------------------------------------------------------------------------
     def report(self, block_bytes: int) -> Dict[str, Any]:

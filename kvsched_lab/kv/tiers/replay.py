@@ -36,7 +36,7 @@ def build_policy(spec: PolicySpec, capacity_blocks: int) -> Any:
 
 def build_hierarchy(policy: PolicySpec, capacity_blocks: int, host_blocks: int = 0, disk_blocks: int = 0, *,
                     rule: Union[str, PlacementRule] = "demote", lower_policy: PolicySpec = "lru",
-                    min_hits: int = 2, costs: Optional[TierCosts] = None) -> TierHierarchy:
+                    min_hits: int = 2, costs: Optional[TierCosts] = None, record_steps: bool = True) -> TierHierarchy:
     """Device tier run by `policy`; host and disk tiers (when their sizes are > 0) by `lower_policy`."""
     for name, n in (("host_blocks", host_blocks), ("disk_blocks", disk_blocks)):
         if isinstance(n, bool) or not isinstance(n, int) or n < 0:
@@ -46,7 +46,7 @@ def build_hierarchy(policy: PolicySpec, capacity_blocks: int, host_blocks: int =
     rule = make_rule(rule, min_hits) if isinstance(rule, str) else rule
     policies = [build_policy(policy, capacity_blocks)]
     policies += [build_policy(lower_policy, n) for n in (host_blocks, disk_blocks) if n]
-    return TierHierarchy(policies, rule, costs=costs)
+    return TierHierarchy(policies, rule, costs=costs, record_steps=record_steps)
 
 
 def tier_replay(requests: Sequence[Any], policy: PolicySpec = "lru", capacity_blocks: int = 2000,
@@ -65,7 +65,7 @@ def tier_replay(requests: Sequence[Any], policy: PolicySpec = "lru", capacity_bl
         costs = model_costs()
     block_bytes = costs.block_bytes if block_bytes is None else block_bytes
     hierarchy = build_hierarchy(policy, capacity_blocks, host_blocks, disk_blocks, rule=rule,
-                                lower_policy=lower_policy, min_hits=min_hits, costs=costs)
+                                lower_policy=lower_policy, min_hits=min_hits, costs=costs, record_steps=False)
     # A chapter-style log of strings ("evict:42") names keys as strings: then every tier gets string keys.
     as_text = not all(isinstance(p.log, EventLog) for p in hierarchy.policies)
     started = time.perf_counter()

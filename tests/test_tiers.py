@@ -217,3 +217,11 @@ def test_kvsched_replay_real_kv_tiers_and_bad_options(capsys):
                          (["--write-policy", "write_back"], "give --host-blocks")):
         assert main(["replay", "--trace", "synthetic", "--capacity-blocks", "10", *bad]) == 2
         assert message in capsys.readouterr().err
+
+
+def test_a_prefix_from_any_tier_gives_the_same_last_block_logits():
+    from kvsched_lab.kv.tiers.measure import prefix_ttft
+
+    out = prefix_ttft(num_blocks=4, tokens_per_block=8, repeats=1, device="cpu")
+    assert set(out["seconds"]) == {"recompute", "device", "host", "disk"} and all(v > 0 for v in out["seconds"].values())
+    assert out["logits_identical"] and out["max_diff_vs_recompute"] <= 1e-4

@@ -87,3 +87,61 @@ def measure_tier_costs(num_blocks: int = 64, tokens_per_block: int = 16, repeats
             "round_trip_exact": exact, "block_bytes": pool.bytes_per_block, "num_blocks": num_blocks,
             "tokens_per_block": tokens_per_block, "device": str(pool.device),
             "dtype": str(pool.dtype).replace("torch.", ""), "host_pinned": host.pinned, "repeats": repeats}
+
+
+def prefix_ttft(num_blocks: int = 64, tokens_per_block: int = 16, repeats: int = 3, *,
+                device: DeviceLike = None, model_config: Optional[TinyDecoderConfig] = None,
+                disk_folder: Union[str, Path, None] = None) -> Dict[str, Any]:
+    """Time to prefill one prompt of `num_blocks` blocks by where its first ``num_blocks - 1`` blocks are.
+
+    ``recompute``: nothing cached, the whole prompt is prefilled. ``device``: the prefix is in the
+    pool, only the last block is computed. ``host`` and ``disk``: the prefix blocks are copied up
+    into the pool one by one first (as the tiered engine does), then the last block is computed.
+    Returns seconds per source (median of `repeats`, interleaved) and whether every source gave
+    the same logits for the last block (``logits_identical``).
+    """
+    num_tokens = num_blocks * tokens_per_block
+    cfg = model_config or TinyDecoderConfig()
+    if cfg.max_positions < num_tokens:
+        cfg = TinyDecoderConfig(**{**cfg.__dict__, "max_positions": num_tokens})
+    model = TinyDecoder(cfg, device=device)
+    pool = model.make_pool(2 * num_blocks, tokens_per_block)
+    host, disk = HostBlockPool(pool, num_blocks), DiskBlockStore(pool, num_blocks, disk_folder)
+    ids = torch.randint(0, cfg.vocab_size, (num_tokens,), generator=torch.Generator().manual_seed(1)).tolist()
+    home, work = list(range(num_blocks)), list(range(num_blocks, 2 * num_blocks))  # cached copy, blocks filled anew
+    sync = torch.cuda.synchronize if pool.device.type == "cuda" else (lambda: None)
+    cached = num_tokens - tokens_per_block
+    try:
+        model.prefill(ids, home, 0, pool)
+        for i in range(num_blocks):
+            copy_block(device_block(pool, i), host.block(i))
+            copy_block(host.block(i), disk.block(i))
+        sync()
+
+        def from_store(store: Any) -> torch.Tensor:
+            for i in range(num_blocks - 1):
+                copy_block(store.block(i), device_block(pool, work[i]))
+            return model.prefill(ids, work, cached, pool)
+
+        cases: Dict[str, Callable[[], torch.Tensor]] = {
+            "recompute": lambda: model.prefill(ids, work, 0, pool)[-tokens_per_block:],
+            "device": lambda: model.prefill(ids, home[:-1] + work[-1:], cached, pool),
+            "host": lambda: from_store(host), "disk": lambda: from_store(disk),
+        }
+        runs: Dict[str, List[float]] = {name: [] for name in cases}
+        last: Dict[str, torch.Tensor] = {}
+        for round_ in range(repeats + 1):  # round 0 warms up
+            for name, run in cases.items():
+                sync()
+                start = time.perf_counter()
+                last[name] = run()
+                sync()
+                if round_:
+                    runs[name].append(time.perf_counter() - start)
+    finally:
+        disk.close()
+    same = all(torch.equal(last["device"], last[name]) for name in ("host", "disk"))
+    diff = (last["device"].float() - last["recompute"].float()).abs().max().item()
+    return {"seconds": {name: statistics.median(v) for name, v in runs.items()}, "num_blocks": num_blocks,
+            "tokens_per_block": tokens_per_block, "logits_identical": same, "max_diff_vs_recompute": diff,
+            "device": str(pool.device), "dtype": str(pool.dtype).replace("torch.", ""), "repeats": repeats}

@@ -50,7 +50,8 @@ def tiered_real_kv_replay(
 
     Keys: the hierarchy's report (per-tier prefix hits, blocks and bytes moved in this pool's
     block size), ``real_copies`` and ``copy_seconds`` per move, ``copies_match_hierarchy``,
-    ``prefill_seconds`` and ``load_seconds`` (all requests), ``checked`` (requests recomputed
+    ``prefill_tokens_total`` and ``prefill_tokens_computed``, ``prefill_seconds`` and
+    ``load_seconds`` (all requests), ``checked`` (requests recomputed
     from scratch: their ``cached_seconds`` = load + prefill, ``recompute_seconds``), the largest
     logit difference and its bound, device, dtype, wall_seconds.
     """
@@ -67,7 +68,7 @@ def tiered_real_kv_replay(
     engine = TieredPrefixCacheEngine(model, hierarchy, tokens_per_block=tokens_per_block,
                                      max_tokens_per_request=max_tokens, disk_folder=disk_folder)
     prefill_s = load_s = cached_s = recompute_s = max_diff = 0.0
-    checked = 0
+    checked = tokens_total = tokens_cached = 0
     sync = torch.cuda.synchronize if model.device.type == "cuda" else (lambda: None)
     try:
         for i, req in enumerate(reqs):
@@ -75,6 +76,8 @@ def tiered_real_kv_replay(
             result = engine.serve_tokens(tokens)
             prefill_s += result.prefill_seconds
             load_s += result.load_seconds
+            tokens_total += result.num_prompt_tokens
+            tokens_cached += result.num_cached_tokens
             if check_every and i % check_every == 0:
                 sync()
                 start = time.perf_counter()
@@ -95,6 +98,7 @@ def tiered_real_kv_replay(
             "write_policy": hierarchy.rule.name, **report,
             "real_copies": real, "copies_match_hierarchy": real == report["blocks_moved"],
             "copy_seconds": {move_name(s, d): v for (s, d), v in sorted(engine.copy_seconds.items())},
+            "prefill_tokens_total": tokens_total, "prefill_tokens_computed": tokens_total - tokens_cached,
             "prefill_seconds": prefill_s, "load_seconds": load_s,
             "checked": {"requests": checked, "cached_seconds": cached_s, "recompute_seconds": recompute_s},
             "max_abs_logit_diff": max_diff, "logit_bound": bound, "logits_ok": checked > 0 and max_diff <= bound,

@@ -128,6 +128,11 @@ def test_exclusive_tiers_refuse_a_lower_policy_that_cannot_give_a_block_back():
         build_hierarchy("lru", 4, 0, 8)
     with pytest.raises(ValueError, match="unknown write policy"):
         build_hierarchy("lru", 4, 4, rule="write_sideways")
+    h = build_hierarchy("lru", 2, 2)
+    h.serve([1])
+    with pytest.raises(TypeError):
+        h.serve([2, [3]])  # an unhashable key: refused before anything changes
+    assert list(h.policies[0].entries) == [1] and h.stats.requests == 1
     with pytest.raises(ValueError, match="fresh"):
         used = make_policy("lru", 4)
         used.touch(1, 1)

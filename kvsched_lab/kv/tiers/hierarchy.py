@@ -133,7 +133,11 @@ class TierHierarchy:
 
         The first `num_loaded` keys (default: all prefix hits) held below the device are copied
         up; a later key found below was recomputed by the request, and its fresh copy is kept.
+        A policy or rule that raises mid-request leaves the request half served, as a scheduler
+        that raises inside the engine does; the keys themselves are checked before anything changes.
         """
+        for key in keys:
+            hash(key)  # TypeError for an unhashable key, before anything changes
         tiers = self.prefix_tiers(keys)
         num_loaded = len(tiers) if num_loaded is None else min(num_loaded, len(tiers))
         stats = self.stats

@@ -9,7 +9,7 @@ import torch
 
 from kvsched_lab.cli.main import main
 from kvsched_lab.kv.tiers import (
-    ChooseOnEvict, Demote, SelectiveWriteThrough, TierCosts, TierHierarchy, WriteBack, WriteThrough, build_hierarchy,
+    ChooseOnEvict, Demote, SelectiveWriteThrough, TierCosts, TierHierarchy, WriteThrough, build_hierarchy,
     tier_replay,
 )
 from kvsched_lab.kv.tiers.breakeven import LINKS, breakeven_bandwidth, breakeven_table, model_costs

@@ -13,11 +13,6 @@ from typing import Dict, Mapping, Tuple
 
 from kvsched_lab.kv.tiers.placement import DEVICE, DISK, HOST, TIER_NAMES
 
-# (from, to) tier pairs, named like the report keys
-MOVES: Tuple[Tuple[int, int], ...] = ((DEVICE, HOST), (HOST, DEVICE), (HOST, DISK), (DISK, HOST),
-                                      (DEVICE, DISK), (DISK, DEVICE))
-
-
 def move_name(src: int, dst: int) -> str:
     return f"{TIER_NAMES[src]}_to_{TIER_NAMES[dst]}"
 

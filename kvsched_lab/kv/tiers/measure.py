@@ -14,6 +14,7 @@ The copies are checked bit for bit after the round trip.
 """
 from __future__ import annotations
 
+import dataclasses
 import statistics
 import time
 from pathlib import Path
@@ -25,6 +26,12 @@ from kvsched_lab.kv.device import DeviceLike
 from kvsched_lab.kv.model import TinyDecoder, TinyDecoderConfig
 from kvsched_lab.kv.tiers.costs import TierCosts
 from kvsched_lab.kv.tiers.stores import DiskBlockStore, HostBlockPool, copy_block, device_block
+
+
+def _model(config: Optional[TinyDecoderConfig], num_tokens: int, device: DeviceLike) -> TinyDecoder:
+    """The tiny model (or `config`'s), long enough for `num_tokens` positions."""
+    cfg = config or TinyDecoderConfig()
+    return TinyDecoder(dataclasses.replace(cfg, max_positions=max(cfg.max_positions, num_tokens)), device=device)
 
 
 def measure_tier_costs(num_blocks: int = 64, tokens_per_block: int = 16, repeats: int = 5, *,
@@ -39,10 +46,8 @@ def measure_tier_costs(num_blocks: int = 64, tokens_per_block: int = 16, repeats
     if num_blocks < 2 or repeats < 1:
         raise ValueError("need num_blocks >= 2 and repeats >= 1")
     num_tokens = num_blocks * tokens_per_block
-    cfg = model_config or TinyDecoderConfig()
-    if cfg.max_positions < num_tokens:
-        cfg = TinyDecoderConfig(**{**cfg.__dict__, "max_positions": num_tokens})
-    model = TinyDecoder(cfg, device=device)
+    model = _model(model_config, num_tokens, device)
+    cfg = model.config
     pool = model.make_pool(num_blocks, tokens_per_block)
     host = HostBlockPool(pool, num_blocks)
     disk = DiskBlockStore(pool, num_blocks, disk_folder)
@@ -101,10 +106,8 @@ def prefix_ttft(num_blocks: int = 64, tokens_per_block: int = 16, repeats: int =
     the same logits for the last block (``logits_identical``).
     """
     num_tokens = num_blocks * tokens_per_block
-    cfg = model_config or TinyDecoderConfig()
-    if cfg.max_positions < num_tokens:
-        cfg = TinyDecoderConfig(**{**cfg.__dict__, "max_positions": num_tokens})
-    model = TinyDecoder(cfg, device=device)
+    model = _model(model_config, num_tokens, device)
+    cfg = model.config
     pool = model.make_pool(2 * num_blocks, tokens_per_block)
     host, disk = HostBlockPool(pool, num_blocks), DiskBlockStore(pool, num_blocks, disk_folder)
     ids = torch.randint(0, cfg.vocab_size, (num_tokens,), generator=torch.Generator().manual_seed(1)).tolist()

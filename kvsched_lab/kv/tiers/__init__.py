@@ -9,8 +9,11 @@
 - stores.py: `HostBlockPool` (the device pool's layout in host memory, pinned on CUDA) and
   `DiskBlockStore` (a memory-mapped file of blocks), each with a capacity in blocks;
 - engine.py: `TieredPrefixCacheEngine`, the prefix-cache engine on real blocks in all tiers;
+- real_replay.py: `tiered_real_kv_replay`, a trace slice through that engine, logits checked;
+- roundtrip.py: `round_trip_check`, one prompt served back from the host and the disk (tests, GPU check);
 - costs.py: `TierCosts`, seconds per block for each move and for recomputing;
-- measure.py: those seconds measured on this machine for the tiny model;
+- measure.py: those seconds measured on this machine for the tiny model, and `prefix_ttft` (one
+  prompt timed by where its prefix is);
 - breakeven.py: for real models (KV bytes vs FLOPs per token) and links, when moving beats recomputing.
 """
 from kvsched_lab.kv.tiers.costs import TierCosts

@@ -30,7 +30,7 @@ KEPT = {
     "cuda", "dtype", "float", "bf", "fp", "ms", "us", "kib", "mib", "gib", "gb", "tok", "pt", "id", "ids",
     "llama", "qwen", "mistral", "heads", "dim", "head", "true", "false", "none", "nan", "colab", "modelscope",
     "conv", "synth", "k", "m", "g", "x", "l", "bubblewrap", "bwrap", "api", "json", "csv", "jsonl", "zh", "en",
-    "touch", "add", "reuse", "evict", "score", "snapshot", "stale", "system",
+    "touch", "add", "reuse", "evict", "score", "snapshot", "stale", "system", "demote",
 } | {name.lower() for name in POLICIES} | set(ALL_TODO_METHODS) | set(PRACTICE_FUNCTIONS)
 _WORD = re.compile(r"[A-Za-z]+(?:'[a-z]+)?")
 _PUNCT = ".,:;!?()[]{}<>|\"'*=+-/%#~"

@@ -297,9 +297,12 @@ class RadixPolicy(Policy):
         return [(tuple(n.blocks), n.num_bytes, None if n.parent is root else n.parent.blocks[-1], n.access,
                  n.lock_ref > 0) for n in self.nodes()]
 
-    # -- the replay: the same steps, with the matched blocks' hits counted in one go ------------
+    # -- the replay: the same steps a request at a time, as SGLang takes them ------------------
     def _replay(self, hash_id_lists: Iterable[Sequence[Hashable]], bytes_: int) -> List[int]:
+        # A request whose unmatched blocks are all new (always, on chained ids) is allocated and
+        # inserted in one go; any other goes block by block through `touch_in_request`.
         contains, touch, emit = self.entries.__contains__, self.touch_in_request, self.log.append_event
+        entries, where, cap = self.entries, self.where, self.capacity_bytes
         out: List[int] = []
         for ids in hash_id_lists:
             out.append(prefix_hits(contains, ids))  # before anything changes
@@ -310,6 +313,33 @@ class RadixPolicy(Policy):
             self.hits += matched
             self.time += matched
             self._depth = matched
-            for depth in range(matched + 1, len(ids) + 1):
-                touch(ids[depth - 1], bytes_, depth, depth == len(ids))
+            rest = ids[matched:]
+            if not rest:
+                continue
+            if self._run_length(matched + 1) < len(rest):
+                for depth in range(matched + 1, len(ids) + 1):
+                    touch(ids[depth - 1], bytes_, depth, depth == len(ids))
+                continue
+            fit = 0
+            if self.locked_bytes + bytes_ <= cap:
+                shortfall = len(rest) * bytes_ - (cap - self.current_bytes)
+                if shortfall > 0:
+                    self.evict(shortfall)
+                fit = min(len(rest), (cap - self.current_bytes) // bytes_)
+            if fit:
+                new = rest[:fit]
+                parent = self._prev[0]
+                run = self._run = self._new_node(new, fit * bytes_, parent, self.clock)
+                self._lock(run)
+                for key in new:
+                    where[key] = run
+                    entries[key] = bytes_
+                    emit((ADD, key))
+                self.current_bytes += fit * bytes_
+                self._prev = (run, fit - 1)
+            for key in rest[fit:]:
+                emit((SKIP, key))
+            self._stopped = fit < len(rest)
+            self.time += len(rest)
+            self._depth = len(ids)
         return out

@@ -114,7 +114,7 @@ def model_sglang(reqs, cap):
             freed = 0
             while freed < shortfall and heap:
                 _, _, leaf = heapq.heappop(heap)
-                log += [f"evict:{k}" for k in leaf["blocks"]]
+                log += [f"evict:{k}" for k in reversed(leaf["blocks"])]
                 freed += len(leaf["blocks"])
                 parent = leaf["parent"]
                 del parent["children"][leaf["blocks"][0]]
@@ -301,7 +301,7 @@ def test_radix_evicts_a_whole_leaf_for_a_one_block_shortfall():
     radix, vllm = RadixPolicy(4), VLLMPolicy(4)
     for p in (radix, vllm):
         p.replay_requests([[1, 2, 3], [7, 8]], 1)
-    assert list(radix.log)[3:] == ["evict:1", "evict:2", "evict:3", "add:7", "add:8"]
+    assert list(radix.log)[3:] == ["evict:3", "evict:2", "evict:1", "add:7", "add:8"]
     assert list(vllm.log)[3:] == ["add:7", "evict:3", "add:8"]
     assert set(radix.entries) == {7, 8} and set(vllm.entries) == {1, 2, 7, 8}
 
@@ -313,7 +313,7 @@ def test_radix_parents_become_leaves_within_one_eviction():
     p.replay_requests([[1, 2, 3], [1, 4], [5]], 1)
     assert [n.blocks for n in p.nodes()] == [[1], [2, 3], [4], [5]]
     p.replay_requests([[6, 7, 8, 9]], 1)  # 0 free, 4 needed: evict(4) frees 2 + 1 + 1 blocks
-    assert list(p.log)[-8:] == ["evict:2", "evict:3", "evict:4", "evict:1", "add:6", "add:7", "add:8", "add:9"]
+    assert list(p.log)[-8:] == ["evict:3", "evict:2", "evict:4", "evict:1", "add:6", "add:7", "add:8", "add:9"]
 
 
 def test_radix_split_gives_the_unread_tail_the_match_time():
@@ -348,7 +348,7 @@ def test_radix_skips_the_rest_of_a_prompt_longer_than_the_cache():
     p.replay_requests([[1, 2, 3, 4, 5]], 1)
     assert list(p.log) == ["add:1", "add:2", "add:3", "skip:4", "skip:5"]
     p.replay_requests([[1, 9]], 1)  # (1, 2, 3) is split at 1; the tail (2, 3) is the only unlocked leaf
-    assert list(p.log)[-4:] == ["reuse:1", "evict:2", "evict:3", "add:9"]
+    assert list(p.log)[-4:] == ["reuse:1", "evict:3", "evict:2", "add:9"]
 
 
 def test_radix_touch_in_request_must_follow_the_announced_request():
@@ -413,3 +413,27 @@ def test_vllm_snapshot_lists_pinned_blocks_then_the_free_queue_from_its_back():
     with pytest.raises(TypeError):
         p.touch(["unhashable"], 1)  # refused before the request in progress is ended
     assert p.snapshot() == [("c", 2, "pinned"), ("a", 1, "free"), ("b", 1, "free")] and p.pinned_bytes == 2
+
+
+def test_each_of_sglangs_two_rules_can_be_switched_off():
+    # The whole-leaf case: only the tail block 3 goes, as in vLLM.
+    p = RadixPolicy(4, whole_leaves=False)
+    p.replay_requests([[1, 2, 3], [7, 8]], 1)
+    assert list(p.log)[3:] == ["evict:3", "add:7", "add:8"] and [n.blocks for n in p.nodes()] == [[1, 2], [7, 8]]
+    # The split case: without the refresh the unread tail (3, 4) keeps its time, older than (5).
+    p = RadixPolicy(6, refresh_split_tail=False)
+    p.replay_requests([[1, 2, 3, 4], [5], [1, 2, 6], [8]], 1)
+    assert list(p.log)[-3:] == ["evict:4", "evict:3", "add:8"]
+    p = RadixPolicy(6, whole_leaves=False, refresh_split_tail=False)
+    p.replay_requests([[1, 2, 3, 4], [5], [1, 2, 6], [8]], 1)
+    assert list(p.log)[-2:] == ["evict:4", "add:8"]  # vLLM's choice
+
+
+@settings(max_examples=100, deadline=None)
+@given(st.integers(0, 10 ** 6), st.integers(1, 60), st.integers(1, 14))
+def test_without_both_rules_the_tree_decides_as_vllm_on_chained_ids(seed, num_requests, cap):
+    lists = chained(random.Random(seed), num_requests, depth=10)
+    vllm, radix = VLLMPolicy(cap), RadixPolicy(cap, whole_leaves=False, refresh_split_tail=False)
+    assert radix.replay_requests(lists, 1) == vllm.replay_requests(lists, 1)
+    evictions = [[k for op, k in p.log.events() if op == "evict"] for p in (vllm, radix)]
+    assert evictions[0] == evictions[1] and set(radix.entries) == set(vllm.entries)

@@ -27,6 +27,8 @@ def _load_requests(args: argparse.Namespace):
 
 
 def _cmd_replay(args: argparse.Namespace) -> int:
+    if args.metric != "blocks" and (args.concurrent or args.real_kv):
+        raise ValueError("--metric applies to the plain replay; --concurrent and --real-kv report their own counts")
     requests = _load_requests(args)
     if args.concurrent:
         from kvsched_lab.kv import ConcurrentConfig, run_concurrent
@@ -46,10 +48,12 @@ def _cmd_replay(args: argparse.Namespace) -> int:
                              progress=not args.quiet)
         out = {"policy": args.policy, "trace": args.trace, **out}
     else:
-        from kvsched_lab.sim.replay import replay
+        from kvsched_lab.sim.replay import metric_meaning, replay
 
-        result = replay(requests, args.policy, args.capacity_blocks, progress=not args.quiet)
+        result = replay(requests, args.policy, args.capacity_blocks, progress=not args.quiet, metric=args.metric)
         out = {"trace": args.trace, **result.to_dict()}
+        if not args.json:
+            out["metric"] = f"{args.metric}: {metric_meaning(args.metric)}"
     if args.json:
         print(json.dumps(out))
     else:
@@ -123,6 +127,10 @@ def build_parser() -> argparse.ArgumentParser:
     rp.add_argument("--quiet", action="store_true", help="no progress bar")
     rp.add_argument("--seed", type=int, default=0, help="seed of the generated 'synthetic' trace")
     rp.add_argument("--max-requests", type=int, default=None, help="replay only the first N requests")
+    rp.add_argument("--metric", choices=["blocks", "vllm-tokens"], default="blocks",
+                    help="what prefix_hit_rate counts: 'blocks', leading cached blocks over block references "
+                         "(the course's protocol), or 'vllm-tokens', vLLM's own rate: cached prompt tokens over "
+                         "prompt tokens, full blocks only, at most input_length - 1 tokens a request")
     rp.add_argument("--real-kv", action="store_true",
                     help="run the replay through the engine: real KV blocks and the tiny model")
     rp.add_argument("--concurrent", action="store_true",

@@ -41,6 +41,11 @@ What the course adds to SGLang:
   splitting its node if needed. Sizes in bytes: a request's new blocks are assumed the size of
   its first new block when room is asked for; a larger one later evicts what it still needs.
 
+Two of these rules are what `vllm` lacks, and each can be switched off: ``whole_leaves=False``
+evicts only the blocks missing, from the oldest leaf's tail; ``refresh_split_tail=False`` leaves
+a split's unread tail its old time. With both off, on chained ids, the tree makes exactly vLLM's
+decisions (the same hits and evictions, in the same order; notebook 08 shows it).
+
 ``evictable`` is SGLang's ``evictable_leaves``: the set of unlocked leaves, kept up to date as
 nodes are locked, unlocked, split and evicted; ``evict`` builds its heap from it each time, as
 SGLang does.
@@ -78,8 +83,12 @@ class RadixPolicy(Policy):
 
     name = "radix"
 
-    def __init__(self, capacity_bytes: int, *, future: Optional[Sequence[Hashable]] = None) -> None:
+    def __init__(self, capacity_bytes: int, *, future: Optional[Sequence[Hashable]] = None,
+                 whole_leaves: bool = True, refresh_split_tail: bool = True) -> None:
         super().__init__(capacity_bytes, future=future)
+        # SGLang's two rules that vLLM lacks, each of which can be switched off to see what it does:
+        self.whole_leaves = whole_leaves  # False: evict only the blocks needed, from a leaf's tail
+        self.refresh_split_tail = refresh_split_tail  # False: a split's unread tail keeps its old time
         self.root = RadixNode([], 0, None, 0, 0)
         self.root.lock_ref = 1  # as in SGLang: the root is never a leaf to evict
         self.where: Dict[Hashable, RadixNode] = {}  # cached block -> the node holding it
@@ -163,7 +172,17 @@ class RadixPolicy(Policy):
         freed = 0
         while freed < num_bytes and heap:
             _, _, leaf = heapq.heappop(heap)
-            for key in leaf.blocks:
+            if not self.whole_leaves:  # only what is missing, deepest first; the rest stays a leaf
+                while freed < num_bytes and len(leaf.blocks) > 1:
+                    key = leaf.blocks.pop()
+                    size = entries.pop(key)
+                    del where[key]
+                    emit((EVICT, key))
+                    leaf.num_bytes -= size
+                    freed += size
+                if freed >= num_bytes:
+                    break
+            for key in reversed(leaf.blocks):  # logged deepest first, the order vLLM frees a prompt in
                 del entries[key], where[key]
                 emit((EVICT, key))
             freed += leaf.num_bytes
@@ -190,10 +209,12 @@ class RadixPolicy(Policy):
             child = node.children.get(ids[matched])
             if child is None:
                 break
-            child.access = access  # set before the split: the tail keeps it
+            before, child.access = child.access, access  # set before the split: the tail keeps it
             blocks, length = child.blocks, 1
             while length < len(blocks) and matched + length < len(ids) and blocks[length] == ids[matched + length]:
                 length += 1
+            if length < len(blocks) and not self.refresh_split_tail:
+                child.access = before
             matched += length
             node = self._split(child, length) if length < len(blocks) else child
             if node is not child:
@@ -327,7 +348,7 @@ class RadixPolicy(Policy):
                     self.evict(shortfall)
                 fit = min(len(rest), (cap - self.current_bytes) // bytes_)
             if fit:
-                new = rest[:fit]
+                new = list(rest[:fit])
                 parent = self._prev[0]
                 run = self._run = self._new_node(new, fit * bytes_, parent, self.clock)
                 self._lock(run)

@@ -37,7 +37,8 @@ def _cmd_replay(args: argparse.Namespace) -> int:
         if args.policy != "vllm":
             raise ValueError("--concurrent runs vLLM's block pool (free-block queue, tail first): use --policy vllm")
         config = ConcurrentConfig(num_blocks=args.capacity_blocks, tokens_per_block=args.tokens_per_block,
-                                  max_running=args.max_running, max_output_tokens=args.max_output_tokens)
+                                  max_running=args.max_running, max_output_tokens=args.max_output_tokens,
+                                  max_num_batched_tokens=args.max_num_batched_tokens)
         report = run_concurrent(requests, config, model=TinyDecoder(device=args.device))
         out = {"policy": args.policy, "trace": args.trace, **report.summary()}
     elif args.real_kv:
@@ -137,6 +138,9 @@ def build_parser() -> argparse.ArgumentParser:
                     help="serve the requests concurrently on real KV blocks (prefill, decode, preemption); "
                          "--capacity-blocks is then the whole pool")
     rp.add_argument("--max-running", type=int, default=8, help="with --concurrent: requests decoding at once")
+    rp.add_argument("--max-num-batched-tokens", type=int, default=None,
+                    help="with --concurrent: tokens computed per step, all requests together (vLLM's chunked "
+                         "prefill budget); default: no limit")
     rp.add_argument("--max-output-tokens", type=int, default=32,
                     help="with --concurrent: cap on each request's output_length from the trace")
     rp.add_argument("--tokens-per-block", type=int, default=16,

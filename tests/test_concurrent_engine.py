@@ -190,15 +190,12 @@ def test_a_long_prompt_is_prefilled_over_several_steps_under_the_token_budget():
     assert result["checked"] == 2 and result["match"] and result["max_abs_logit_diff"] <= result["tolerance"]
 
 
-@pytest.mark.parametrize("budget", [3, 7, 16])
-def test_chunked_prefill_with_preemption_still_equals_a_full_recompute(budget):
-    reqs = shared_prefix_requests(budget, n=8)
-    eng = ConcurrentEngine(MODEL, ConcurrentConfig(num_blocks=14, tokens_per_block=BS, max_running=4,
-                                                   max_output_tokens=12, max_num_batched_tokens=budget))
+def test_chunked_prefill_with_preemption_still_equals_a_full_recompute():
+    reqs = shared_prefix_requests(3, n=6)
+    eng = ConcurrentEngine(MODEL, ConcurrentConfig(num_blocks=12, tokens_per_block=BS, max_running=4,
+                                                   max_output_tokens=8, max_num_batched_tokens=5))
     report = run_checked(eng, reqs)
-    assert report.requests_finished == len(reqs) and report.partial_prefills > 0
-    unchunked = run_checked(engine(num_blocks=14), reqs)
-    assert report.steps > unchunked.steps  # the budget spreads prefills over more steps
+    assert report.requests_finished == len(reqs) and report.partial_prefills > 0 and report.preemptions > 0
     result = eng.check_outputs()
     assert result["checked"] == len(reqs) and result["match"] and result["max_abs_logit_diff"] <= result["tolerance"]
 

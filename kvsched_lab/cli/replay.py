@@ -1,4 +1,5 @@
-"""`kvsched replay`: one trace through one policy, on block ids, real KV blocks or the concurrent engine."""
+"""`kvsched replay`: one trace through one policy, on block ids, real KV blocks or the concurrent engine;
+with ``--host-blocks`` / ``--disk-blocks``, through device, host and disk tiers (replay_tiers.py)."""
 from __future__ import annotations
 
 import argparse
@@ -34,6 +35,9 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     rp.add_argument("--tokens-per-block", type=int, default=16,
                     help="with --real-kv or --concurrent: tokens in one block")
     rp.add_argument("--device", default=None, help="with --real-kv: cpu, cuda, cuda:1 (default: GPU if any)")
+    from kvsched_lab.cli.replay_tiers import add_tier_arguments
+
+    add_tier_arguments(rp)  # --host-blocks, --disk-blocks, --write-policy ... (cli/replay_tiers.py)
     rp.set_defaults(func=run)
 
 
@@ -52,7 +56,11 @@ def run(args: argparse.Namespace) -> int:
     if args.metric != "blocks" and (args.concurrent or args.real_kv):
         raise ValueError("--metric applies to the plain replay; --concurrent and --real-kv report their own counts")
     requests = load_requests(args)
-    if args.concurrent:
+    from kvsched_lab.cli.replay_tiers import run_tier_replay, wants_tiers
+
+    if wants_tiers(args):  # host and disk tiers: cli/replay_tiers.py
+        out = run_tier_replay(args, requests)
+    elif args.concurrent:
         from kvsched_lab.kv import ConcurrentConfig, run_concurrent
         from kvsched_lab.kv.model import TinyDecoder
 

@@ -8,11 +8,11 @@ from typing import List, Optional
 
 
 def _cmd_doctor(args: argparse.Namespace) -> int:
-    from kvsched_lab.cli.doctor import diagnose, report
+    from kvsched_lab.cli.doctor import diagnose, problems, report
 
-    rows = diagnose()
+    rows = diagnose(grading=args.grading)
     print(report(rows))
-    return 0 if all(ok for name, ok, _ in rows if name != "reference solutions") else 1
+    return 1 if problems(rows) else 0
 
 
 def _load_requests(args: argparse.Namespace):
@@ -111,6 +111,8 @@ def build_parser() -> argparse.ArgumentParser:
     sub = parser.add_subparsers(dest="command", required=True)
 
     doctor = sub.add_parser("doctor", help="check Python, torch, GPU, Jupyter and widgets")
+    doctor.add_argument("--grading", action="store_true",
+                        help="also check what grading needs here (instructors: the sandbox for learner code)")
     doctor.set_defaults(func=_cmd_doctor)
 
     rp = sub.add_parser("replay", help="replay a trace through a policy (REFERENCE.md section 3)")

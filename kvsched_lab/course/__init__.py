@@ -1,7 +1,8 @@
 """The learner-facing course API: ``import kvsched_lab.course as lab``.
 
 - ``lab.check(name, fn)``: grade ONE TODO (score, heap, stale, entry, snapshot) with fake
-  schedulers, print one line, raise when it is not attempted or wrong; saves the answer.
+  schedulers, print one line, raise when it is not attempted or wrong; saves the answer. The
+  optional ``aging`` left alone only prints its line, so Run All goes past it.
 - ``lab.hint(name)``: the next of four hint tiers (``lab.hint(name, level)`` for one tier,
   ``lab.hint_reset(name)`` to start over); ``lab.reveal(name)``: the reference if it ships.
   Besides the five, the optional ``aging`` TODO (notebook 05) has a check and hints too.
@@ -31,7 +32,8 @@ from kvsched_lab.i18n import _, get_language, set_language
 
 
 def check(name: str, fn: Callable, save: bool = True) -> None:
-    """Grade TODO `name` on `fn` alone; print one line on success, raise `CheckFailed` otherwise.
+    """Grade TODO `name` on `fn` alone; print one line on success, raise `CheckFailed` otherwise
+    (an optional TODO left alone prints its "not attempted" line and does not raise).
 
     A graded attempt (passed or failed) is saved to the answers folder so later notebooks can
     build your scheduler; an untouched stub is not saved (it never overwrites a saved answer).
@@ -43,7 +45,7 @@ def check(name: str, fn: Callable, save: bool = True) -> None:
             save_answer(name, fn, result)
         except (OSError, TypeError) as e:  # no source (e.g. built with exec) or a read-only folder
             note = _(" (answer not saved: {error})", error=e)
-    if not result.passed:
+    if result.stops:
         raise result.exception()
     print(result.line() + note)
     return None  # nothing echoed after the line

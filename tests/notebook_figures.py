@@ -2,9 +2,9 @@
 
 `install(folder, env)` puts an IPython startup file into a fresh IPython folder and points `env`
 at it, so every kernel started with `env` (nbval's, one per notebook) logs one JSON line per cell
-it runs: how many figures the cell created, how many images it displayed, which figures are still
-open once the inline backend has shown the cell's figures, and whether matplotlib is still
-interactive. A plotting cell is found by what it does (a figure was created), not by its text.
+it runs: how many figures the cell created, how many images (and widgets) it displayed, which
+figures are still open once the inline backend has shown the cell's figures, and whether
+matplotlib is still interactive. A plotting cell is found by what it does (a figure was created), not by its text.
 `read(folder)` gives the lines back.
 """
 from __future__ import annotations
@@ -26,7 +26,7 @@ import sys
 import matplotlib.figure
 
 _LOG = {log!r}
-_seen = {{"figures": 0, "images": 0}}
+_seen = {{"figures": 0, "images": 0, "widgets": 0}}
 _init = matplotlib.figure.Figure.__init__
 
 
@@ -43,6 +43,8 @@ _publish = _ip.display_pub.publish
 def _counting_publish(data, *args, **kwargs):
     if "image/png" in data or "image/svg+xml" in data:
         _seen["images"] += 1
+    if "application/vnd.jupyter.widget-view+json" in data:
+        _seen["widgets"] += 1
     return _publish(data, *args, **kwargs)
 
 
@@ -50,7 +52,7 @@ _ip.display_pub.publish = _counting_publish
 
 
 def _before(info):
-    _seen.update(figures=0, images=0)
+    _seen.update(figures=0, images=0, widgets=0)
 
 
 def _after(result):
@@ -58,6 +60,7 @@ def _after(result):
     with open(_LOG, "a", encoding="utf-8") as f:
         f.write(json.dumps({{
             "source": result.info.raw_cell, "figures": _seen["figures"], "images": _seen["images"],
+            "widgets": _seen["widgets"],
             "open": pyplot.get_fignums() if pyplot else [], "interactive": matplotlib.is_interactive(),
         }}) + "\\n")
 

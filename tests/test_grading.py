@@ -27,7 +27,8 @@ from kvsched_lab.grading.sandbox import probe
 from kvsched_lab.grading.submissions import load
 from kvsched_lab.grading.stubs import known_stubs
 from kvsched_lab.sim.scheduler import TODO_METHODS
-from kvsched_lab.course.todos import fill_todos, read_notebook, reference_sources, tagged_cells, write_notebook
+from kvsched_lab.course.todos import fill_todos, reference_sources, tagged_cells
+from kvsched_lab.notebook_files import read_notebook, write_notebook
 
 sys.path.insert(0, str(Path(__file__).parent / "grading_cases"))
 import variants as v  # noqa: E402
@@ -456,7 +457,7 @@ sys.path.pop(0)
 kernel_launcher.isolate({bundle!r})
 os.environ["KVSCHED_ANSWERS"] = tempfile.mkdtemp()
 import kvsched_lab.course as lab
-from kvsched_lab.cli import bench
+from kvsched_lab.cli import bench_policies
 from kvsched_lab.course import leaderboard, plots, widgets
 from kvsched_lab.sim.policies import POLICIES, make_policy
 from kvsched_lab.sim.traces import synthetic_trace
@@ -472,7 +473,7 @@ with contextlib.redirect_stdout(buf):
     out["needs"] = lab.needs_chapter(cls, "a demo")
     out["viewer"] = widgets.heap_viewer() is None
 out["fallback"] = [cls is POLICIES["lru"], buf.getvalue()]
-speed, heap = bench.bench_speed(synthetic_trace(30, seed=0), 50, 1)
+speed, heap = bench_policies.bench_speed(synthetic_trace(30, seed=0), 50, 1)
 out["bench"] = [sorted(speed["policies"]), sorted(heap["policies"])]
 print(json.dumps(out))
 """

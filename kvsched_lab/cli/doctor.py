@@ -5,6 +5,7 @@ needs to grade here (the sandbox for learner code), and then counts it as a prob
 """
 from __future__ import annotations
 
+import argparse
 import importlib
 import platform
 import sys
@@ -89,3 +90,16 @@ def report(rows: List[Row]) -> str:
     lines.append(_("all set: run the notebooks in order") if not missing
                  else _("fix first: {problems}", problems=", ".join(missing)))
     return "\n".join(lines)
+
+
+def add_parser(sub: argparse._SubParsersAction) -> None:
+    doctor = sub.add_parser("doctor", help="check Python, torch, GPU, Jupyter and widgets")
+    doctor.add_argument("--grading", action="store_true",
+                        help="also check what grading needs here (instructors: the sandbox for learner code)")
+    doctor.set_defaults(func=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    rows = diagnose(grading=args.grading)
+    print(report(rows))
+    return 1 if problems(rows) else 0

@@ -17,7 +17,7 @@ LOG_NAME = "figure_log.jsonl"
 
 # Runs in each kernel before the first cell. Counting `Figure.__init__` calls sees every figure,
 # made by pyplot or by the library's plots; wrapping the display publisher sees every image sent
-# to the notebook. `post_run_cell` fires after `post_execute`, where the inline backend shows
+# to the notebook, and the cell's value is what the display hook shows. `post_run_cell` fires after `post_execute`, where the inline backend shows
 # and closes the cell's figures, so figures still open then were never shown.
 STARTUP = '''
 import json
@@ -40,11 +40,15 @@ _ip = get_ipython()
 _publish = _ip.display_pub.publish
 
 
-def _counting_publish(data, *args, **kwargs):
+def _count(data):
     if "image/png" in data or "image/svg+xml" in data:
         _seen["images"] += 1
     if "application/vnd.jupyter.widget-view+json" in data:
         _seen["widgets"] += 1
+
+
+def _counting_publish(data, *args, **kwargs):
+    _count(data)
     return _publish(data, *args, **kwargs)
 
 
@@ -56,6 +60,8 @@ def _before(info):
 
 
 def _after(result):
+    if result.result is not None:  # the cell's value, shown by the display hook (a widget, say)
+        _count(_ip.display_formatter.format(result.result)[0])
     pyplot = sys.modules.get("matplotlib.pyplot")
     with open(_LOG, "a", encoding="utf-8") as f:
         f.write(json.dumps({{

@@ -8,6 +8,7 @@ use too), so the suite pays for kernels once. Attacks are in test_grading_attack
 """
 from __future__ import annotations
 
+import contextlib
 import csv
 import json
 import re
@@ -71,7 +72,7 @@ CHEATS = {
     "entry": "def touch(self, prefix, bytes_):\n"
              "    import kvsched_lab.grading.compare as c\n    c.same = lambda *a, **k: True\n",
     "snapshot": "def snapshot(self):\n"
-                "    import kvsched_lab.grading.harness as h\n    h.plain = lambda x, depth=0: 'patched'\n    return []\n",
+                "    import kvsched_lab.grading.observe as h\n    h.plain = lambda x, depth=0: 'patched'\n    return []\n",
 }
 
 
@@ -370,13 +371,14 @@ def release(tmp_path_factory):
 
     base = tmp_path_factory.mktemp("release")
     out = base / "bundle"
-    code = release_main([str(out), "--repo-url", BUNDLE_URL, "--notebooks", str(_course(base)), "--timeout", "60"])
+    with open(base / "release.log", "w", encoding="utf-8") as log, contextlib.redirect_stdout(log):
+        code = release_main([str(out), "--repo-url", BUNDLE_URL, "--notebooks", str(_course(base)), "--timeout", "60"])
     return out, code, base
 
 
 def test_release_builds_a_bundle_that_verifies_itself(release):
     from kvsched_lab.grading import release_main
-    from kvsched_lab.grading.release import WITHHELD_FILES
+    from kvsched_lab.grading.release_build import WITHHELD_FILES
 
     out, code, base = release
     assert code == 0
@@ -399,6 +401,15 @@ def test_release_builds_a_bundle_that_verifies_itself(release):
     setup = "".join(zh["cells"][1]["source"])
     assert setup.startswith(f'REPO_URL = "{BUNDLE_URL}"\n') and "初始化" in setup and tagged_cells(zh, "todo") == {"score": [2]}
     assert 'include = ["kvsched_lab*"]' in (out / "pyproject.toml").read_text()
+    # Each check is named as it starts and as it ends; the long nbval run names each notebook.
+    log = (base / "release.log").read_text(encoding="utf-8").splitlines()
+    started = [line[len("checking: "):-len(" ...")] for line in log if line.startswith("checking: ")]
+    ended = [line[len("checked:  "):].rsplit(": ", 1)[0] for line in log if line.startswith("checked:  ")]
+    assert len(started) == 8 and started == ended and "nbval on both editions fails in check cells only" in started
+    notebooks = sorted(p.relative_to(out).as_posix() for p in out.glob("notebooks/**/*.ipynb"))
+    assert sorted(line.split()[1] for line in log if line.startswith("  nbval: ")) == notebooks
+    assert log.index("checking: nbval on both editions fails in check cells only ...") < \
+        min(k for k, line in enumerate(log) if line.startswith("  nbval: "))
     assert release_main([str(out), "--repo-url", BUNDLE_URL, "--notebooks", str(_course(base / "again"))]) == 2, \
         "no silent overwrite"
     assert release_main([str(base / "x"), "--repo-url", 'a" + b', "--notebooks", str(_course(base / "x2"))]) == 2
@@ -407,7 +418,7 @@ def test_release_builds_a_bundle_that_verifies_itself(release):
 def test_release_checks_setup_urls_and_the_colab_style_install(release, tmp_path):
     """The checks fail on a setup cell pointing at the full repository and on a bundle that installs
     `solutions` (shown here by putting it back); the real bundle passed both (release code 0)."""
-    from kvsched_lab.grading.release import colab_install, setup_cell_urls
+    from kvsched_lab.grading.release_checks import colab_install, setup_cell_urls
 
     out, code, _ = release
     assert code == 0 and setup_cell_urls(out, BUNDLE_URL) == []
@@ -424,7 +435,7 @@ def test_release_checks_setup_urls_and_the_colab_style_install(release, tmp_path
 
 
 def test_release_makefile_has_check_and_no_tests_target(release):
-    from kvsched_lab.grading.release import forbidden_paths
+    from kvsched_lab.grading.release_checks import forbidden_paths
 
     out, _, _ = release
     makefile = (out / "Makefile").read_text()
@@ -500,8 +511,8 @@ def test_bundle_runs_without_the_withheld_seed_policies(release):
 
 
 def test_release_checks_catch_leaks_dirt_and_failing_cells(tmp_path):
-    from kvsched_lab.grading.release import (build_release, find_leaks, forbidden_lines, nbval_only_checks_fail,
-                                             unclean_notebooks)
+    from kvsched_lab.grading.release_build import build_release
+    from kvsched_lab.grading.release_checks import find_leaks, forbidden_lines, nbval_only_checks_fail, unclean_notebooks
 
     forbidden = forbidden_lines()
     assert "is_stale = (priority, last_used) != (entry.priority, entry.last_used)" in forbidden
@@ -529,7 +540,9 @@ def test_release_checks_catch_leaks_dirt_and_failing_cells(tmp_path):
 
 
 def test_release_ships_a_complete_and_current_chinese_edition(tmp_path):
-    from kvsched_lab.grading.release import build_release, incomplete_zh_edition, release_main, stale_zh_edition
+    from kvsched_lab.grading.release import release_main
+    from kvsched_lab.grading.release_build import build_release, stale_zh_edition
+    from kvsched_lab.grading.release_checks import incomplete_zh_edition
 
     bundle = build_release(tmp_path / "bundle", _course(tmp_path), BUNDLE_URL)
     assert incomplete_zh_edition(bundle) == []
@@ -595,7 +608,8 @@ def test_no_sandbox_grades_the_same_and_says_unsandboxed(tmp_path):
 def test_the_sandbox_library_holds_no_reference_and_no_grader(tmp_path):
     """What the sandbox may read of the course: no reference line, no withheld file, no cases or grader."""
     from kvsched_lab.grading.grade import SANDBOX_SIDE, build_library
-    from kvsched_lab.grading.release import WITHHELD_FILES, find_leaks, forbidden_lines
+    from kvsched_lab.grading.release_build import WITHHELD_FILES
+    from kvsched_lab.grading.release_checks import find_leaks, forbidden_lines
 
     lib = build_library(tmp_path / "lib")
     assert find_leaks(lib, forbidden_lines()) == []

@@ -579,7 +579,7 @@ def test_release_ships_a_complete_and_current_chinese_edition(tmp_path):
 
 def test_grade_refuses_without_a_sandbox_unless_told(monkeypatch, tmp_path, capsys):
     """Where bubblewrap cannot run, `kvsched grade` stops and says how to enable it or go without;
-    `kvsched doctor` says the same. (A probe that fails is simulated: here it may well work.)"""
+    `kvsched doctor --grading` says the same. (A probe that fails is simulated: here it may well work.)"""
     from kvsched_lab.cli.doctor import diagnose
     from kvsched_lab.grading import sandbox
 
@@ -589,7 +589,7 @@ def test_grade_refuses_without_a_sandbox_unless_told(monkeypatch, tmp_path, caps
     err = capsys.readouterr().err
     assert "bubblewrap (bwrap) is not installed" in err and "apt-get install bubblewrap" in err and "--no-sandbox" in err
     assert not (tmp_path / "out").exists()
-    row = next(r for r in diagnose() if r[0] == "grading sandbox")
+    row = next(r for r in diagnose(grading=True) if r[0] == "grading sandbox")
     assert row[1] is False and "--no-sandbox" in row[2] and "apt-get install bubblewrap" in row[2]
 
 

@@ -30,9 +30,11 @@ from pathlib import Path
 from typing import Dict, List, Optional, Sequence
 
 import kvsched_lab
-from kvsched_lab.grading import sandbox
+from kvsched_lab.grading import class_commands, class_files, feedback_html, sandbox
+from kvsched_lab.grading.class_files import atomic_write, cell, feedback_name, uncell
 from kvsched_lab.grading.intake import Learner, copy_in, discover
 from kvsched_lab.grading.nbrun import RESULT_MARK
+from kvsched_lab.grading.overrides import EXTRA_COLUMNS, Override, OverridesError, apply_overrides, feedback_section
 from kvsched_lab.grading.release import WITHHELD_FILES
 from kvsched_lab.grading.submissions import Submission, TodoSource, load
 from kvsched_lab.grading.verdict import POINTS, Reference, TodoGrade, bounded, fenced, judge, validate
@@ -41,7 +43,7 @@ from kvsched_lab.i18n.messages import Deferred
 from kvsched_lab.i18n.messages import Deferred as _  # feedback lines: rendered in --lang's language when written
 from kvsched_lab.sim.scheduler import TODO_METHODS
 
-COLUMNS = ["submission", *TODO_METHODS, "total", "status"]
+COLUMNS = ["submission", *TODO_METHODS, "total", "status", *EXTRA_COLUMNS]
 PACKAGE = Path(kvsched_lab.__file__).resolve().parent
 REPO = PACKAGE.parent
 NORMAL = ("passed", "failed", "not attempted")
@@ -56,6 +58,8 @@ class Grade:
     error: str = ""
     review: List[str] = field(default_factory=list)
     sandboxed: bool = True
+    sources: Dict[str, str] = field(default_factory=dict)  # TODO -> the code graded (for the similarity report)
+    elapsed_s: float = 0.0  # wall-clock seconds its grading took (the class report's timing figure)
 
     @property
     def total(self) -> int:
@@ -182,13 +186,16 @@ def grade_one(sub: Submission, ref: Reference, workdir: Path, lib: Path, job: in
                     review.append(f"the {name} results were not written by the grading harness (rewritten?)")
             g.origin = t.origin
             grades[name] = g
-    return Grade(sub.name, {name: grades[name] for name in TODO_METHODS}, review=review, sandboxed=sandboxed)
+    return Grade(sub.name, {name: grades[name] for name in TODO_METHODS}, review=review, sandboxed=sandboxed,
+                 sources={name: t.source for name, t in sub.todos.items() if t.status == "run"})
 
 
 # --------------------------------------------------------------------------- reports
 
-def feedback_text(g: Grade, lang: str = "en") -> str:
-    """The feedback file of `g`, in `lang` (``en``, ``zh``); statuses, names and numbers stay as in grades.csv."""
+def feedback_text(g: Grade, lang: str = "en", corrections: Sequence[Override] = ()) -> str:
+    """The feedback file of `g`, in `lang` (``en``, ``zh``); statuses, names and numbers stay as in grades.csv.
+
+    `corrections`: the instructor's overrides for `g`, shown (with their reasons) below the total."""
     lang = normalize(lang)
 
     def say(text: str) -> str:
@@ -196,6 +203,8 @@ def feedback_text(g: Grade, lang: str = "en") -> str:
 
     out = [say(_("# Feedback: {submission}", submission=bounded(g.submission, 200))), "",
            say(_("Total: {total} / {points}", total=g.total, points=POINTS * len(TODO_METHODS))), ""]
+    out += [line for text in feedback_section(corrections, {n: t.points for n, t in g.todos.items()})
+            for line in (say(text), "")]
     if g.error:
         out += [say(_("This submission could not be graded: {error}.", error=bounded(g.error))), ""]
     else:
@@ -218,51 +227,34 @@ def feedback_text(g: Grade, lang: str = "en") -> str:
     return "\n".join(out)
 
 
-def _feedback_name(name: str, used: set) -> str:
-    base = "".join(ch if ch.isalnum() or ch in "-_." else "_" for ch in name.strip("./"))[:150] or "submission"
-    stem, k = base, 1
-    while stem in used:
-        k += 1
-        stem = f"{base}-{k}"
-    used.add(stem)
-    return stem + ".md"
+def write_reports(grades: List[Grade], out: Path, lang: str = "en", overrides: Sequence[Override] = (),
+                  replace: bool = False) -> str:
+    """Feedback files (in `lang`, Markdown and HTML), the class details, then ``grades.csv`` written once,
+    atomically; returns the CSV's SHA-256. `overrides` are applied to the rows and shown in the feedback.
 
-
-def _atomic_write(path: Path, data: bytes) -> None:
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
-    try:
-        with os.fdopen(fd, "wb") as f:
-            f.write(data)
-            f.flush()
-            os.fsync(f.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        os.unlink(tmp)
-        raise
-
-
-def _csv_cell(text: str) -> str:
-    """A status a spreadsheet shows as text, never runs as a formula."""
-    return "'" + text if text[:1] in ("=", "+", "-", "@", "\t", "\r") else text
-
-
-def write_reports(grades: List[Grade], out: Path, lang: str = "en") -> str:
-    """Feedback files (in `lang`), then ``grades.csv`` written once, atomically; returns the CSV's SHA-256.
-
-    The language changes only the feedback files: grades.csv is the same bytes in every language."""
+    `replace`: `grades` are regraded rows of the class already in `out` (``--learner``): only their rows,
+    feedback and details change. The language changes only the feedback: grades.csv is the same bytes in
+    every language."""
     out.mkdir(parents=True, exist_ok=True)
     (out / "feedback").mkdir(exist_ok=True)
-    used: set = set()
+    mine = [[cell(g.submission), *(g.todos[n].points for n in TODO_METHODS), g.total, cell(g.status)] for g in grades]
+    rows = class_files.replace_rows(out, mine) if replace else mine
+    table = apply_overrides([dict(zip(COLUMNS, r)) for r in rows], overrides)
+    by_row, used = class_files.resolved(overrides, rows), set()
+    names = {row[0]: feedback_name(uncell(row[0]), used)[:-3] for row in rows}
     for g in grades:
-        _atomic_write(out / "feedback" / _feedback_name(g.submission, used), feedback_text(g, lang).encode("utf-8"))
+        name, corrections = names[cell(g.submission)], by_row.get(cell(g.submission), [])
+        text = feedback_text(g, lang, corrections)
+        atomic_write(out / "feedback" / f"{name}.md", text.encode("utf-8"))
+        atomic_write(out / "feedback" / f"{name}.html", feedback_html.render(text, lang).encode("utf-8"))
+    class_files.write_details(out, grades, replace)
+    class_files.write_overrides(out, overrides)
     buffer = io.StringIO()
     writer = csv.writer(buffer)
     writer.writerow(COLUMNS)
-    for g in grades:
-        writer.writerow([_csv_cell(g.submission), *(g.todos[n].points for n in TODO_METHODS), g.total,
-                         _csv_cell(g.status)])
+    writer.writerows([row[c] if c != "overrides" else cell(row[c]) for c in COLUMNS] for row in table)
     data = buffer.getvalue().encode("utf-8")
-    _atomic_write(out / "grades.csv", data)
+    atomic_write(out / "grades.csv", data)
     return hashlib.sha256(data).hexdigest()
 
 
@@ -276,17 +268,20 @@ def _fingerprint_grader() -> str:
 
 def grade_submissions(paths: Sequence[str], out: Optional[Path] = None, timeout: float = 10.0, jobs: int = 1,
                       memory_mb: int = 2048, keep_work: bool = False, ref: Optional[Reference] = None,
-                      sandboxed: Optional[bool] = None, lang: str = "en") -> List[Grade]:
+                      sandboxed: Optional[bool] = None, lang: str = "en", overrides: Sequence[Override] = (),
+                      learners: Optional[List[Learner]] = None, replace: bool = False) -> List[Grade]:
     """Grade every submission in `paths`; write reports to `out` when given. Never raises for a bad submission.
 
     `lang` is the feedback files' language (``en``, ``zh``); grades and grades.csv do not depend on it.
+    `learners`, when given, replaces the discovery of `paths` (``--learner``: one learner; `replace`
+    then puts its row into the class already in `out`). `overrides`: see write_reports.
 
     `sandboxed` None means: sandboxed when bubblewrap works here, else unsandboxed.
     """
     if sandboxed is None:
         sandboxed = sandbox.probe()[0]
     ref = ref or Reference.build()
-    learners: List[Learner] = discover(list(paths))
+    learners = discover(list(paths)) if learners is None else learners
     base = Path(tempfile.mkdtemp(prefix="kvsched-grade-"))
     try:
         lib = build_library(base / "lib")
@@ -301,13 +296,16 @@ def grade_submissions(paths: Sequence[str], out: Optional[Path] = None, timeout:
 
         def one(k: int) -> Grade:
             slot = slots.get()
+            started = time.monotonic()
             try:
-                return grade_one(subs[k], ref, base / f"{k:05d}", lib, slot, timeout, memory_mb, sandboxed)
+                g = grade_one(subs[k], ref, base / f"{k:05d}", lib, slot, timeout, memory_mb, sandboxed)
             except Exception as e:  # a grader bug on one submission must not sink the batch
-                return Grade(subs[k].name, {n: TodoGrade("error") for n in TODO_METHODS},
-                             error=f"grader failure: {bounded(repr(e))}", sandboxed=sandboxed)
+                g = Grade(subs[k].name, {n: TodoGrade("error") for n in TODO_METHODS},
+                          error=f"grader failure: {bounded(repr(e))}", sandboxed=sandboxed)
             finally:
                 slots.put(slot)
+            g.elapsed_s = time.monotonic() - started
+            return g
 
         with ThreadPoolExecutor(max_workers=max(1, jobs)) as pool:
             grades = list(pool.map(one, range(len(subs))))
@@ -316,18 +314,29 @@ def grade_submissions(paths: Sequence[str], out: Optional[Path] = None, timeout:
             shutil.copytree(base, out / "work", dirs_exist_ok=True, symlinks=True)
         shutil.rmtree(base, ignore_errors=True)
     if out is not None:
-        digest = write_reports(grades, out, lang)
+        digest = write_reports(grades, out, lang, overrides, replace)
         print(f"grades.csv sha256 {digest}")
     return grades
 
 
 def grade_main(argv: Optional[List[str]] = None) -> int:
-    """``kvsched grade SUBMISSION... [--out DIR] [--timeout S] [--jobs N] [--no-sandbox] [--lang zh]``; 0 when graded."""
+    """``kvsched grade SUBMISSION... [--out DIR] [--timeout S] [--jobs N] [--no-sandbox] [--lang zh]``; 0 when graded.
+
+    Also ``kvsched grade report OUT`` and ``kvsched grade export OUT ...`` (class_commands.py)."""
+    argv = sys.argv[1:] if argv is None else list(argv)
+    if argv and argv[0] in class_commands.COMMANDS:
+        return class_commands.COMMANDS[argv[0]](argv[1:])
     p = argparse.ArgumentParser(prog="kvsched grade", description=(
         "Grade learner submissions against the hidden reference (instructors only). A SUBMISSION is a "
         "class folder (each .ipynb/.py in it is one learner, each subfolder one learner), or one .ipynb "
-        "or .py file. Learner code runs in a bubblewrap sandbox. See docs/grading.md."))
-    p.add_argument("submissions", nargs="+", metavar="SUBMISSION")
+        "or .py file. Learner code runs in a bubblewrap sandbox. Also: kvsched grade report OUT, "
+        "kvsched grade export OUT --roster CSV. See docs/grading.md."))
+    p.add_argument("submissions", nargs="*", metavar="SUBMISSION")
+    p.add_argument("--learner", metavar="PATH",
+                   help="regrade one learner (a file, or a student's folder taken as one learner) and replace only "
+                        "its row in the existing --out")
+    p.add_argument("--overrides", metavar="CSV",
+                   help="corrections (submission,todo,points,reason) applied to the rows and shown in the feedback")
     p.add_argument("--out", default="grades", help="where grades.csv and feedback/ go (default: ./grades)")
     p.add_argument("--timeout", type=float, default=10.0, help="seconds each TODO may run in all (default 10)")
     p.add_argument("--jobs", type=int, default=1, help="submissions graded in parallel (default 1)")
@@ -338,6 +347,13 @@ def grade_main(argv: Optional[List[str]] = None) -> int:
     p.add_argument("--lang", default="en", choices=LANGUAGES,
                    help="language of the feedback files (default en); grades.csv is the same in every language")
     args = p.parse_args(argv)
+    if bool(args.learner) == bool(args.submissions):
+        p.error("give SUBMISSION... or --learner PATH (not both)")
+    try:
+        learners, overrides = class_commands.plan(args.submissions, args.learner, Path(args.out), args.overrides)
+    except (OverridesError, ValueError) as e:  # an instructor's typo: nothing has been graded or written
+        print(f"kvsched grade: {e}", file=sys.stderr)
+        return 2
     try:
         import solutions  # noqa: F401
     except ImportError:
@@ -353,7 +369,8 @@ def grade_main(argv: Optional[List[str]] = None) -> int:
     before = _fingerprint_grader()
     started = time.monotonic()
     grades = grade_submissions(args.submissions, Path(args.out), args.timeout, args.jobs, args.memory_mb,
-                               args.keep_work, sandboxed=not args.no_sandbox, lang=args.lang)
+                               args.keep_work, sandboxed=not args.no_sandbox, lang=args.lang, overrides=overrides,
+                               learners=learners, replace=bool(args.learner))
     width = max([len(g.submission) for g in grades] + [10])
     for g in grades:
         print(f"{g.submission:<{width}}  {g.total:>3}  " + " ".join(f"{g.todos[n].points:>2}" for n in TODO_METHODS)

@@ -191,7 +191,8 @@ def _feedback(batch, name: str) -> str:
 
 def test_batch_runs_and_writes_the_documented_columns(batch):
     assert batch["code"] == 0
-    assert batch["header"] == ["submission", "score", "heap", "stale", "entry", "snapshot", "total", "status"]
+    assert batch["header"] == ["submission", "score", "heap", "stale", "entry", "snapshot", "total", "status",
+                               "graded_total", "overrides"]
     assert set(batch["rows"]) == set(batch["want"]), "every submission is one row, the folders included"
 
 

@@ -10,6 +10,7 @@ import csv
 import itertools
 import json
 import random
+import re
 import sys
 from pathlib import Path
 
@@ -27,6 +28,7 @@ from kvsched_lab.i18n.messages import Deferred
 from kvsched_lab.sim.scheduler import TODO_METHODS
 
 sys.path.insert(0, str(Path(__file__).parent / "grading_cases"))
+sys.path.insert(0, str(Path(__file__).parent))
 import variants as v  # noqa: E402
 
 TODOS = list(TODO_METHODS)
@@ -201,10 +203,11 @@ def disguised(code: str) -> str:
     import tokenize
 
     names: dict = {}
+    kept = set(re.findall(r"\{(\w+)", code))  # names used inside f-strings stay: the copy must still work
     out, previous = [], ""
     for tok in tokenize.generate_tokens(io.StringIO(code).readline):
         text = tok.string
-        if (tok.type == tokenize.NAME and previous not in (".", "def") and not keyword.iskeyword(text)
+        if (tok.type == tokenize.NAME and previous not in (".", "def") and not keyword.iskeyword(text) and text not in kept
                 and text not in similarity._KEEP_NAMES and not (tok.line[tok.end[1]:].lstrip().startswith("=")
                                                                and "(" in tok.line[:tok.start[1]])):
             text = names.setdefault(text, f"my_{len(names)}")
@@ -277,3 +280,27 @@ def test_report_page_has_the_figures_tables_and_escaped_names(tmp_path):
     assert "c/copy.py" in page.split("Similar submissions to review")[1], "the copied pair is listed for review"
     for name in ("points.png", "statuses.png", "timing.png"):
         assert (tmp_path / "out" / "report" / name).read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+
+
+def test_feedback_html_in_chromium_in_both_languages(tmp_path):
+    """The page as a learner opens it: rendered by Debian's chromium, screenshots kept for a look."""
+    import shutil
+    import subprocess
+
+    from test_class_scale import SHOTS, _spread
+
+    chromium = shutil.which("chromium")
+    if chromium is None:
+        pytest.skip("needs Debian's chromium (.ci/run installs it)")
+    g = _grade("class/王小明.ipynb", {"heap": 13, "snapshot": 0}, ["crafted", "ties"])
+    overrides = parse_overrides(HEAD + "王小明.ipynb,snapshot,10,<i>late hint</i> in the notebook\n")
+    SHOTS.mkdir(parents=True, exist_ok=True)
+    for lang in ("en", "zh"):
+        page = tmp_path / f"{lang}.html"
+        page.write_text(render(feedback_text(g, lang, overrides), lang), encoding="utf-8")
+        png = SHOTS / f"feedback-html-{lang}.png"
+        subprocess.run([chromium, "--headless", "--no-sandbox", "--disable-gpu", "--hide-scrollbars",
+                        "--window-size=1000,1500", f"--screenshot={png}", page.as_uri()],
+                       check=True, capture_output=True, timeout=120)
+        assert _spread(png) > 5
+        assert "&lt;i&gt;late hint&lt;/i&gt;" in page.read_text()

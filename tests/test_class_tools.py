@@ -304,3 +304,21 @@ def test_feedback_html_in_chromium_in_both_languages(tmp_path):
                        check=True, capture_output=True, timeout=120)
         assert _spread(png) > 5
         assert "&lt;i&gt;late hint&lt;/i&gt;" in page.read_text()
+
+
+def test_learner_regrade_plan_finds_its_row_and_refuses_a_stranger(tmp_path):
+    """`--learner PATH`: a student's folder is ONE learner (kvsched_answers/ ignored), renamed to its row;
+    a path that is no row of the class, or a class never graded, is refused before anything runs."""
+    out = tmp_path / "out"
+    with pytest.raises(ValueError, match="grade the class into"):
+        plan([], str(tmp_path / "class" / "ann"), out, None)
+    write_reports([_grade("class/ann", {}), _grade("class/bo.py", {"heap": 3}, ["ties"])], out,
+                  overrides=parse_overrides(HEAD + "bo.py,heap,10,kept from the first run\n"))
+    folder = v.write_series(tmp_path / "elsewhere" / "ann", dict(v.REF))
+    (folder / "kvsched_answers").mkdir()
+    (folder / "kvsched_answers" / "stray.py").write_text("not a submission")
+    learners, overrides = plan([], str(folder), out, None)
+    assert [(x.name, x.error) for x in learners] == [("class/ann", "")]
+    assert [(o.submission, o.points) for o in overrides] == [("bo.py", 10)], "the class's overrides are reused"
+    with pytest.raises(ValueError, match="no row of grades.csv is .*zed"):
+        plan([], str(tmp_path / "zed.py"), out, None)

@@ -2,6 +2,13 @@
 
 `grade_main` and `release_main` are the ``kvsched grade`` and ``kvsched release`` commands;
 `bench_grading` times the grader. docs/grading.md explains the rules and the threat model.
+
+Around the grades of a class (an ``--out`` folder): overrides.py (the instructor's corrections,
+`apply_overrides`), class_files.py (grades.csv rows, details.json, feedback names, atomic writes),
+class_commands.py (the checks before grading; ``kvsched grade report|export``), feedback_html.py
+(feedback as a self-contained page), roster.py (submissions to student ids), late.py (the late
+rule), export.py (Canvas and Moodle CSVs), report.py (the class report), similarity.py (pairs to
+review).
 """
 from __future__ import annotations
 

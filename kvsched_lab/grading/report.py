@@ -159,6 +159,9 @@ def write_report(out: Path, notebooks: Optional[Path] = None) -> Path:
     for t, common in common_messages(details).items():
         body.append(f"<tr><td>{_e(t)}</td><td><pre>{_e(common[0])}</pre></td><td>{common[1]}</td></tr>" if common
                     else f"<tr><td>{_e(t)}</td><td colspan=2>every learner passed</td></tr>")
+    body.append("</table><h2>Slowest to grade</h2><table><tr><th>submission</th><th>seconds</th><th>status</th></tr>")
+    body += [f"<tr><td>{_e(d['submission'])}</td><td>{d['elapsed_s']:.1f}</td><td>{_e(d['status'])}</td></tr>"
+             for d in sorted(details, key=lambda d: -d["elapsed_s"])[:TOP]]
     body.append("</table>")
     body += _similarity_section(details, notebooks)
     page = ("<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">"

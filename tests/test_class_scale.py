@@ -158,7 +158,7 @@ def test_roster_exports_and_the_report(graded):
         w.writerow(["id", "name", "email", "file"])
         w.writerows([(i, n, e, p.split(".")[0] + "*") for i, n, e, p in students] + [("u999", "No Show", "ns@u", "zz*")])
     (graded["root"] / "times.csv").write_text("file,submitted\n" + "".join(
-        f"{n},2026-12-0{1 + k % 3}T12:00:00Z\n" for k, n in enumerate(names)))
+        f"{n.upper() if k % 2 else n},2026-12-0{1 + k % 3}T12:00:00Z\n" for k, n in enumerate(names)))
     assert grade_main(["export", str(out), "--roster", str(roster), "--due", "2026-12-01T23:59:00Z",
                        "--times", str(graded["root"] / "times.csv")]) == 0
     report = (out / "export" / "roster-report.txt").read_text()
@@ -166,6 +166,8 @@ def test_roster_exports_and_the_report(graded):
     assert "no submission for u999 (No Show)" in report
     canvas = list(csv.reader(open(out / "export" / "canvas.csv", encoding="utf-8")))
     assert len(canvas) == 2 + len(students) + 1 and canvas[-1][5] == ""
+    days = {i: str(names.index(n) % 3) for i, _, _, n in students}  # due Dec 1 23:59; handed in Dec 1, 2 or 3
+    assert {r[2]: r[-1] for r in canvas[2:-1]} == days, "late days, whatever the case of the times file's names"
     assert grade_main(["report", str(out)]) == 0
     page = (out / "report" / "index.html").read_text()
     a, b = graded["copied"]

@@ -197,22 +197,27 @@ COMBOS = list(itertools.product(*(range(len(RIGHT[t])) for t in TODOS)))
 
 
 def disguised(code: str) -> str:
-    """`code` as a copier would hand it in: local names renamed, comments and blank lines added, re-spaced."""
+    """`code` as a copier would hand it in, still working: local names renamed (not keyword arguments, not
+    names inside f-strings), comments and blank lines added, re-spaced."""
     import io
     import keyword
     import tokenize
 
+    toks = list(tokenize.generate_tokens(io.StringIO(code).readline))
+    kept = set(re.findall(r"\{(\w+)", code))
     names: dict = {}
-    kept = set(re.findall(r"\{(\w+)", code))  # names used inside f-strings stay: the copy must still work
-    out, previous = [], ""
-    for tok in tokenize.generate_tokens(io.StringIO(code).readline):
+    out, depth = [], 0
+    for i, tok in enumerate(toks):
         text = tok.string
-        if (tok.type == tokenize.NAME and previous not in (".", "def") and not keyword.iskeyword(text) and text not in kept
-                and text not in similarity._KEEP_NAMES and not (tok.line[tok.end[1]:].lstrip().startswith("=")
-                                                               and "(" in tok.line[:tok.start[1]])):
+        depth += text in "([{" and tok.type == tokenize.OP
+        depth -= text in ")]}" and tok.type == tokenize.OP
+        after = toks[i + 1].string if i + 1 < len(toks) else ""
+        before = toks[i - 1].string if i else ""
+        keyword_argument = depth > 0 and after == "="
+        if (tok.type == tokenize.NAME and before not in (".", "def") and not keyword.iskeyword(text)
+                and text not in similarity._KEEP_NAMES and text not in kept and not keyword_argument):
             text = names.setdefault(text, f"my_{len(names)}")
         out.append((tok.type, text))
-        previous = tok.string
     return "# my own work\n" + tokenize.untokenize(out).replace("\n", "\n\n", 2)
 
 

@@ -615,7 +615,8 @@ def test_feedback_language_changes_the_feedback_only(tmp_path):
         out = tmp_path / lang
         assert grade_main([str(tmp_path / "class"), "--out", str(out), "--jobs", "2", "--timeout", "5",
                            "--lang", lang, *SANDBOX_ARGS]) == 0
-        feedback[lang] = {p.name: p.read_text(encoding="utf-8") for p in (out / "feedback").iterdir()}
+        feedback[lang] = {p.name: p.read_text(encoding="utf-8") for p in (out / "feedback").glob("*.md")}
+        assert sorted(p.stem for p in (out / "feedback").glob("*.html")) == sorted(Path(n).stem for n in feedback[lang])
     assert (tmp_path / "en" / "grades.csv").read_bytes() == (tmp_path / "zh" / "grades.csv").read_bytes()
     rows = {Path(r["submission"]).name: r for r in csv.DictReader(open(tmp_path / "zh" / "grades.csv"))}
     assert rows["wrong.py"]["score"] != "20" and rows["ref.py"]["total"] == "100"  # a real mix of outcomes

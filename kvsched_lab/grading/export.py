@@ -42,8 +42,10 @@ def class_table(grades: Dict[str, Dict[str, str]], students: Sequence[Student], 
     """One dict per student (id, name, email, submission, total, the TODOs, late_days; strings, "" = no grade),
     and the roster report's lines."""
     m = match(students, list(grades))
-    known = {f"id:{s.id}" for s in students} | {f"file:{x}" for x in grades} | {f"file:{last_part(x)}" for x in grades}
-    unknown = sorted(k for k in times if k.lower() not in {x.lower() for x in known})
+    times = {k.lower() if k.startswith("file:") else k: when for k, when in times.items()}  # file names: any case
+    known = {f"id:{s.id}" for s in students} | {f"file:{x}".lower() for x in grades} | {
+        f"file:{last_part(x)}" for x in grades}
+    unknown = sorted(k for k in times if k not in known)
     if unknown:
         raise LateError(f"the times file names what neither the roster nor grades.csv has: {', '.join(unknown[:5])}")
     table = []
@@ -55,7 +57,8 @@ def class_table(grades: Dict[str, Dict[str, str]], students: Sequence[Student], 
             g = grades[sub]
             row.update({t: g[t] for t in TODO_METHODS}, total=g["total"])
             if late is not None:
-                when = times.get(f"id:{s.id}") or times.get(f"file:{sub}") or times.get(f"file:{last_part(sub)}")
+                when = (times.get(f"id:{s.id}") or times.get(f"file:{sub}".lower())
+                        or times.get(f"file:{last_part(sub)}"))
                 days, total = late.apply(int(g["total"]), when)
                 row.update(total=str(total), late_days=str(days))
         table.append(row)

@@ -115,9 +115,10 @@ def _similarity_section(details: Sequence[dict], notebooks: Optional[Path]) -> L
            "model answer) is left out. Similar code has innocent causes: allowed collaboration, the same "
            "tutorial, a hint given in class. <b>This list is a reason to read two submissions side by side, "
            "never a finding.</b> "
-           f"A pair is listed from a similarity of {similarity.THRESHOLD} (Jaccard index of winnowed token "
-           f"fingerprints) with at least {similarity.MIN_SHARED} shared; on the course's own right-but-different "
-           "answers that lists no pair (docs/grading.md gives the measurement).</p>"]
+           f"A pair is listed when each TODO's methods reach a similarity of {similarity.THRESHOLD} (Jaccard index "
+           f"of winnowed token fingerprints) or both have nothing of their own, at least {similarity.MIN_TODOS} "
+           f"TODOs share code of their own, and {similarity.MIN_SHARED} fingerprints are shared; on the course's "
+           "own right-but-different answers that lists no pair (docs/grading.md gives the measurement).</p>"]
     if not pairs:
         return out + [f"<p>No pair of the {len(details)} submissions reaches the threshold.</p>"]
     out.append(f"<p>{len(pairs)} pair(s); matching lines are highlighted.</p>")

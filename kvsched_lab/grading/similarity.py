@@ -13,10 +13,12 @@ Winnowing (Schleimer, Wilkerson and Aiken, SIGMOD 2003; the idea behind MOSS), o
    more than `common_share` of the class has (code many write alike is no sign of copying);
 4. a pair's similarity is the Jaccard index of what is left, over all five methods together.
 
-A pair is listed when its similarity is at least `THRESHOLD` and it shares at least `MIN_SHARED`
-fingerprints. A listed pair is a reason to read two submissions side by side, never a finding of
-misconduct: docs/grading.md gives the threshold's measured false-positive rate on the course's own
-right-but-different answers (tests/test_similarity.py measures it).
+A pair is listed when every TODO agrees (both methods have nothing left, or their own Jaccard index
+is at least `THRESHOLD`), at least `MIN_TODOS` of them on code of their own, with `MIN_SHARED`
+fingerprints shared in all: near-identical five methods, not one popular method alike. A listed
+pair is a reason to read two submissions side by side, never a finding of misconduct:
+docs/grading.md gives the threshold's measured false-positive rate on the course's own
+right-but-different answers (tests/test_class_tools.py measures it).
 """
 from __future__ import annotations
 
@@ -40,6 +42,7 @@ K = 6  # tokens per hashed run: shorter runs match by chance, longer ones miss s
 WINDOW = 4  # hashes per winnowing window: any shared run of K + WINDOW - 1 tokens is always caught
 THRESHOLD = 0.6  # Jaccard similarity from which a pair is listed (docs/grading.md: its false-positive rate)
 MIN_SHARED = 6  # fingerprints a listed pair must share: one copied line is not "near-identical methods"
+MIN_TODOS = 2  # TODOs whose own code a listed pair must share: one popular method alike is not five
 COMMON_SHARE = 0.25  # a fingerprint more than this share of the class holds is common code, not evidence
 _KEEP_NAMES = set(dir(builtins)) | {"self", "heapq", "CacheEntry", "math"}
 _SKIP = {tokenize.COMMENT, tokenize.NL, tokenize.NEWLINE, tokenize.INDENT, tokenize.DEDENT, tokenize.ENCODING,
@@ -132,48 +135,60 @@ def submission_prints(sources: Mapping[str, str], base: Mapping[str, Set[int]]) 
     return out
 
 
+def judge_pair(a: Mapping[str, Set[int]], b: Mapping[str, Set[int]], threshold: float = THRESHOLD,
+               min_shared: int = MIN_SHARED) -> Tuple[float, int, bool]:
+    """(Jaccard similarity over the five methods, shared fingerprints, listed?) of two submissions.
+
+    `a`, `b`: TODO -> fingerprints left (base and common code removed). Listed: every TODO agrees
+    (both methods have nothing left, or their own Jaccard index is at least `threshold`), at least
+    `MIN_TODOS` TODOs agree on code of their own, and `min_shared` fingerprints are shared in all.
+    """
+    shared = union = evidence = 0
+    agree = True
+    for t in TODO_METHODS:
+        ka, kb = a.get(t, set()), b.get(t, set())
+        n, u = len(ka & kb), len(ka | kb)
+        shared, union = shared + n, union + u
+        if u:
+            agree = agree and n / u >= threshold
+            evidence += n > 0
+    similarity = shared / union if union else 0.0
+    return similarity, shared, agree and evidence >= MIN_TODOS and shared >= min_shared
+
+
 def similar_pairs(prints: Mapping[str, Dict[str, Prints]], threshold: float = THRESHOLD,
                   min_shared: int = MIN_SHARED, common_share: Optional[float] = COMMON_SHARE) -> List[Pair]:
     """The pairs to review among submissions (name -> `submission_prints`), most similar first.
 
     `common_share` None keeps every fingerprint (for measuring pairs outside a class)."""
-    keys = {name: {(t, h) for t, ps in p.items() for h in ps} for name, p in prints.items()}
     holders: Dict[tuple, List[str]] = {}
-    for name, ks in keys.items():
-        for k in ks:
-            holders.setdefault(k, []).append(name)
-    cap = len(keys) if common_share is None else max(2, int(common_share * len(keys)))
+    for name, p in prints.items():
+        for t, ps in p.items():
+            for h in ps:
+                holders.setdefault((t, h), []).append(name)
+    cap = len(prints) if common_share is None else max(2, int(common_share * len(prints)))
     common = {k for k, names in holders.items() if len(names) > cap}
-    shared: Dict[Tuple[str, str], int] = {}
-    for k, names in holders.items():
-        if k not in common:
-            for a, b in combinations(sorted(names), 2):
-                shared[(a, b)] = shared.get((a, b), 0) + 1
+    left = {name: {t: {h for h in ps if (t, h) not in common} for t, ps in p.items()} for name, p in prints.items()}
+    candidates = {pair for k, names in holders.items() if k not in common for pair in combinations(sorted(names), 2)}
     out = []
-    for (a, b), n in shared.items():
-        size_a, size_b = len(keys[a] - common), len(keys[b] - common)
-        similarity = n / (size_a + size_b - n)
-        if similarity >= threshold and n >= min_shared:
-            both = (keys[a] & keys[b]) - common
-            lines = {t: (sorted({ln for tt, h in both if tt == t for ln in prints[a][t][h]}),
-                         sorted({ln for tt, h in both if tt == t for ln in prints[b][t][h]}))
-                     for t in TODO_METHODS if any(tt == t for tt, _ in both)}
+    for a, b in candidates:
+        similarity, n, listed = judge_pair(left[a], left[b], threshold, min_shared)
+        if listed:
+            lines = {t: (sorted({ln for h in left[a][t] & left[b][t] for ln in prints[a][t][h]}),
+                         sorted({ln for h in left[a][t] & left[b][t] for ln in prints[b][t][h]}))
+                     for t in TODO_METHODS if left[a].get(t, set()) & left[b].get(t, set())}
             out.append(Pair(a, b, round(similarity, 3), n, lines))
     return sorted(out, key=lambda p: (-p.similarity, p.a, p.b))
 
 
 def pair_similarity(a: Mapping[str, Prints], b: Mapping[str, Prints]) -> Tuple[float, int]:
     """(Jaccard similarity, shared fingerprints) of two submissions on their own (no class)."""
-    ka = {(t, h) for t, ps in a.items() for h in ps}
-    kb = {(t, h) for t, ps in b.items() for h in ps}
-    n = len(ka & kb)
-    return (n / len(ka | kb) if ka | kb else 0.0), n
+    return judge_pair({t: set(p) for t, p in a.items()}, {t: set(p) for t, p in b.items()})[:2]
 
 
-def flagged(a: Mapping[str, Prints], b: Mapping[str, Prints], threshold: float = THRESHOLD,
-            min_shared: int = MIN_SHARED) -> bool:
-    similarity, n = pair_similarity(a, b)
-    return similarity >= threshold and n >= min_shared
+def flagged(a: Mapping[str, Prints], b: Mapping[str, Prints]) -> bool:
+    """Whether two submissions on their own (no class, so no common code removed) would be listed."""
+    return judge_pair({t: set(p) for t, p in a.items()}, {t: set(p) for t, p in b.items()})[2]
 
 
 def review(sources: Mapping[str, Mapping[str, str]], notebooks: Optional[Path] = None) -> Tuple[List[Pair], Dict]:

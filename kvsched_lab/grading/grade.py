@@ -35,7 +35,7 @@ from kvsched_lab.grading.class_files import atomic_write, cell, feedback_name, u
 from kvsched_lab.grading.intake import Learner, copy_in, discover
 from kvsched_lab.grading.nbrun import RESULT_MARK
 from kvsched_lab.grading.overrides import EXTRA_COLUMNS, Override, OverridesError, apply_overrides, feedback_section
-from kvsched_lab.grading.release import WITHHELD_FILES
+from kvsched_lab.grading.release_build import WITHHELD_FILES
 from kvsched_lab.grading.submissions import Submission, TodoSource, load
 from kvsched_lab.grading.verdict import POINTS, Reference, TodoGrade, bounded, fenced, judge, validate
 from kvsched_lab.i18n.language import LANGUAGES, normalize
@@ -48,7 +48,7 @@ PACKAGE = Path(kvsched_lab.__file__).resolve().parent
 REPO = PACKAGE.parent
 NORMAL = ("passed", "failed", "not attempted")
 # The kernel side of this package: all the sandbox gets of it (no cases, no reference, no grader).
-SANDBOX_SIDE = ("__init__.py", "fakes.py", "harness.py", "kernel_launcher.py", "nbrun.py")
+SANDBOX_SIDE = ("__init__.py", "audit.py", "fakes.py", "harness.py", "kernel_launcher.py", "nbrun.py", "observe.py")
 
 
 @dataclass

@@ -112,7 +112,8 @@ def fingerprints(code: str) -> Prints:
 
 def base_code(notebooks: Optional[Path] = None) -> Dict[str, Set[int]]:
     """TODO -> fingerprints of the code every learner starts from or is expected to write."""
-    from kvsched_lab.course.todos import cell_source, read_notebook, reference_sources, tagged_cells
+    from kvsched_lab.course.todos import reference_sources, tagged_cells
+    from kvsched_lab.notebook_files import cell_source, read_notebook
 
     given: Dict[str, List[str]] = {t: [reference_sources()[t]] for t in TODO_METHODS}
     for todo, method in TODO_METHODS.items():

@@ -375,7 +375,8 @@ def grade_main(argv: Optional[List[str]] = None) -> int:
     for g in grades:
         print(f"{g.submission:<{width}}  {g.total:>3}  " + " ".join(f"{g.todos[n].points:>2}" for n in TODO_METHODS)
               + f"  {g.status}")
-    print(f"graded {len(grades)} submission(s) in {time.monotonic() - started:.1f} s -> {Path(args.out) / 'grades.csv'}")
+    print(f"graded {len(grades)} submission(s) in {time.monotonic() - started:.1f} s -> {Path(args.out) / 'grades.csv'}"
+          + (f" ({len(overrides)} override(s) applied there: the points above are as graded)" if overrides else ""))
     if _fingerprint_grader() != before:
         print("kvsched grade: solutions/ or the grader changed during grading; a submission may have tampered "
               "with them. Restore them and regrade.", file=sys.stderr)

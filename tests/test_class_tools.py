@@ -327,3 +327,15 @@ def test_learner_regrade_plan_finds_its_row_and_refuses_a_stranger(tmp_path):
     assert [(o.submission, o.points) for o in overrides] == [("bo.py", 10)], "the class's overrides are reused"
     with pytest.raises(ValueError, match="no row of grades.csv is .*zed"):
         plan([], str(tmp_path / "zed.py"), out, None)
+
+
+def test_grade_with_a_mistyped_overrides_file_stops_before_grading(tmp_path, capsys):
+    from kvsched_lab.grading import grade_main
+
+    (tmp_path / "class").mkdir()
+    (tmp_path / "class" / "ann.py").write_text(v.py_submission({}))
+    (tmp_path / "ov.csv").write_text(HEAD + "ann.py,score,20,fine\nann.py,snapshot,25,too many\n")
+    assert grade_main([str(tmp_path / "class"), "--out", str(tmp_path / "out"), "--overrides",
+                       str(tmp_path / "ov.csv"), "--no-sandbox"]) == 2
+    assert "ov.csv, line 3: points 25 is out of range (0 to 20 per TODO)" in capsys.readouterr().err
+    assert not (tmp_path / "out").exists(), "nothing graded, nothing written"

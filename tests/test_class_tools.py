@@ -95,13 +95,13 @@ def test_apply_overrides_is_pure_and_keeps_the_graded_points():
 def test_overrides_show_in_grades_csv_and_both_feedback_languages(tmp_path):
     grades = [_grade("c/a.py", {}), _grade("c/b.py", {"score": 12}, ["precision"])]
     overrides = parse_overrides(HEAD + 'b.py,score,20,"the precision case is ambiguous in the notebook"\n')
-    write_reports(grades, tmp_path / "en", "en", overrides)
+    write_reports(grades, tmp_path / "en", "en", overrides=overrides)
     rows = list(csv.DictReader(open(tmp_path / "en" / "grades.csv")))
     assert rows[1]["score"] == "20" and rows[1]["total"] == "100" and rows[1]["graded_total"] == "92"
     en = (tmp_path / "en" / "feedback" / "c_b.py.md").read_text()
     assert "score: 12 -> 20 points. Reason: the precision case is ambiguous in the notebook" in en
     assert "Final total: 100 / 100 (graded 92)." in en
-    zh = feedback_text(grades[1], "zh", overrides)
+    zh = feedback_text(grades[1], "zh", corrections=overrides)
     assert "教师更正" in zh and "12 分改为 20 分。理由：the precision case" in zh and "更正后总分：100 / 100" in zh
     assert "Corrected" not in (tmp_path / "en" / "feedback" / "c_a.py.md").read_text()
 
@@ -302,7 +302,7 @@ def test_feedback_html_in_chromium_in_both_languages(tmp_path):
     SHOTS.mkdir(parents=True, exist_ok=True)
     for lang in ("en", "zh"):
         page = tmp_path / f"{lang}.html"
-        page.write_text(render(feedback_text(g, lang, overrides), lang), encoding="utf-8")
+        page.write_text(render(feedback_text(g, lang, corrections=overrides), lang), encoding="utf-8")
         png = SHOTS / f"feedback-html-{lang}.png"
         subprocess.run([chromium, "--headless", "--no-sandbox", "--disable-gpu", "--hide-scrollbars",
                         "--window-size=1000,1500", f"--screenshot={png}", page.as_uri()],
@@ -312,20 +312,27 @@ def test_feedback_html_in_chromium_in_both_languages(tmp_path):
 
 
 def test_learner_regrade_plan_finds_its_row_and_refuses_a_stranger(tmp_path):
-    """`--learner PATH`: a student's folder is ONE learner (kvsched_answers/ ignored), renamed to its row;
-    a path that is no row of the class, or a class never graded, is refused before anything runs."""
+    """`--learner PATH`: a student's folder is ONE learner (kvsched_answers/ ignored), renamed to its learner
+    in the class; a path that is no learner of it, or a folder with no finished class, is refused first."""
+    from kvsched_lab.grading.journal import Entry, Header, write_journal
+    from kvsched_lab.grading.manifest import Manifest, write_class
+    from kvsched_lab.grading.stamp import Stamp
+
     out = tmp_path / "out"
-    with pytest.raises(ValueError, match="grade the class into"):
+    with pytest.raises(ValueError, match="holds no manifest.json"):
         plan([], str(tmp_path / "class" / "ann"), out, None)
-    write_reports([_grade("class/ann", {}), _grade("class/bo.py", {"heap": 3}, ["ties"])], out,
-                  overrides=parse_overrides(HEAD + "bo.py,heap,10,kept from the first run\n"))
+    grades = [_grade("class/ann", {}), _grade("class/bo.py", {"heap": 3}, ["ties"])]
+    stamp, options = Stamp("0", "g" * 64, "c" * 64), {"timeout": 5.0, "memory_mb": 2048, "sandboxed": True}
+    write_class(grades, out, Manifest(stamp, options, "en", None, [g.submission for g in grades], []),
+                parse_overrides(HEAD + "bo.py,heap,10,kept from the first run\n"))
+    write_journal(out, Header(stamp, options, None), {g.submission: Entry("0" * 64, g) for g in grades})
     folder = v.write_series(tmp_path / "elsewhere" / "ann", dict(v.REF))
     (folder / "kvsched_answers").mkdir()
     (folder / "kvsched_answers" / "stray.py").write_text("not a submission")
     learners, overrides = plan([], str(folder), out, None)
     assert [(x.name, x.error) for x in learners] == [("class/ann", "")]
     assert [(o.submission, o.points) for o in overrides] == [("bo.py", 10)], "the class's overrides are reused"
-    with pytest.raises(ValueError, match="no row of grades.csv is .*zed"):
+    with pytest.raises(ValueError, match="no learner of the class is .*zed"):
         plan([], str(tmp_path / "zed.py"), out, None)
 
 

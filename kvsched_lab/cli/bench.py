@@ -131,7 +131,7 @@ def bench_main(argv: Optional[List[str]] = None) -> int:
     parser = argparse.ArgumentParser(prog="kvsched bench", description=__doc__.split("\n\n")[0])
     parser.add_argument("--json", action="store_true", help="print the report as one JSON object")
     parser.add_argument("--quick", action="store_true", help="small slices: a smoke test in seconds, not the real numbers")
-    parser.add_argument("--grading", action="store_true", help="also time the grader (kvsched_lab.grading.bench_grading)")
+    parser.add_argument("--grading", action="store_true", help="also measure the grader: submissions per second per core (kvsched_lab.grading.bench_grading)")
     parser.add_argument("--notebooks", action="store_true", help="also time each course notebook top to bottom")
     parser.add_argument("--device", default=None, help="device of the real-KV section (default: GPU if any)")
     parser.add_argument("--repeats", type=int, default=None, help="speed runs per scheduler (median taken)")

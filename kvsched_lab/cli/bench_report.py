@@ -61,7 +61,10 @@ def to_markdown(report: Dict[str, Any]) -> str:
               f"{sw['seconds']:.1f} s (target <= {sw['target_s']:g} s{'' if sw['ok'] else ', **MISS**'})"]
     if report.get("grading"):
         g = report["grading"]
-        lines += ["", "### Grading: " + ", ".join(f"{k} {v:g}" for k, v in g.items())]
+        lines += ["", f"### Grading: {g['submissions_per_second_per_core']:g} submissions per second per core "
+                      f"({g['submissions']:g} submissions on {g['jobs']:g} {'' if g.get('sandboxed') else 'un'}sandboxed workers in {g['seconds_batch']:g} s; "
+                      f"1,000 on one 16-core machine: about {g['minutes_for_1000_on_16_cores']:g} min)",
+                  "", ", ".join(f"{k} {v:g}" for k, v in g.items())]
     if report.get("notebooks"):
         nb = report["notebooks"]
         lines += ["", f"### Notebooks, top to bottom ({'TODOs filled' if nb['filled'] else 'stubs'}, fresh kernel each; "

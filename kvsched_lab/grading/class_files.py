@@ -1,12 +1,12 @@
 """The files of a graded class folder (``--out``) other than the feedback prose: how they are written and read.
 
-* ``grades.csv``: written atomically (`atomic_write`); its cells are spreadsheet-safe (`cell`), and a
-  regrade (``--learner``) replaces one row of it in place (`replace_rows`);
+* ``grades.csv``: written atomically (`atomic_write`); its cells are spreadsheet-safe (`cell`);
 * ``details.json``: one record per row, in row order (`write_details`): per TODO the status, points,
   the case families not passed and the feedback's headline message, the code graded, and the
   seconds grading took. ``kvsched grade report`` reads it; grades.csv never holds timings, so
   re-runs give the same grades.csv bytes;
-* ``overrides.csv``: the overrides last applied, kept for a later ``--learner`` regrade;
+* ``overrides.csv``: the overrides last applied, kept for a later ``--learner`` regrade (`match_row`
+  finds its learner);
 * ``feedback/<name>.md`` and ``.html``: named by `feedback_name`, unique within the class.
 """
 from __future__ import annotations
@@ -21,7 +21,6 @@ from typing import Any, Dict, List, Sequence
 
 from kvsched_lab.grading.overrides import HEADER, Override, resolve
 from kvsched_lab.grading.verdict import bounded
-from kvsched_lab.sim.scheduler import TODO_METHODS
 
 FORMULA_START = ("=", "+", "-", "@", "\t", "\r")
 # Feedback lines that only summarise counts: the report's "most common message" skips them.
@@ -32,11 +31,6 @@ SUMMARY_TEMPLATES = ("All {n} hidden cases passed.", "Passed {passed} of {n} hid
 def cell(text: str) -> str:
     """A status a spreadsheet shows as text, never runs as a formula."""
     return "'" + text if text[:1] in FORMULA_START else text
-
-
-def uncell(text: str) -> str:
-    """The text `cell` was given."""
-    return text[1:] if text[:1] == "'" and text[1:2] in FORMULA_START else text
 
 
 def feedback_name(name: str, used: set) -> str:
@@ -63,41 +57,17 @@ def atomic_write(path: Path, data: bytes) -> None:
         raise
 
 
-def read_rows(out: Path) -> List[List[str]]:
-    """The rows of ``out/grades.csv`` as graded (submission, the TODOs, total, status), header left out."""
-    path = out / "grades.csv"
-    if not path.is_file():
-        raise ValueError(f"{path} does not exist: grade the class into {out} first, then regrade one learner")
-    with open(path, newline="", encoding="utf-8") as f:
-        rows = list(csv.reader(f))
-    width = 3 + len(TODO_METHODS)
-    if not rows or rows[0][:width] != ["submission", *TODO_METHODS, "total", "status"]:
-        raise ValueError(f"{path} is not a grades.csv written by kvsched grade")
-    return [r[:width] for r in rows[1:]]
-
-
-def match_row(rows: Sequence[Sequence[str]], name: str) -> str:
-    """The row name of `rows` that `name` (a path as typed now) refers to: equal, or the one with its last part."""
-    names = [r[0] for r in rows]
-    if cell(name) in names:
-        return cell(name)
+def match_row(names: Sequence[str], name: str) -> str:
+    """The learner of `names` (a graded class's, in manifest.json) that `name` (a path as typed now) refers
+    to: equal, or the one with the same last part."""
+    if name in names:
+        return name
     tail = Path(name).name
-    hits = [n for n in names if Path(uncell(n)).name == tail]
+    hits = sorted({n for n in names if Path(n).name == tail})
     if len(hits) != 1:
-        why = f"several rows end with {tail!r}" if hits else f"no row of grades.csv is {name!r} or ends with {tail!r}"
+        why = f"several learners end with {tail!r}" if hits else f"no learner of the class is {name!r} or ends with {tail!r}"
         raise ValueError(f"--learner {name}: {why}; give the path as it was graded")
     return hits[0]
-
-
-def replace_rows(out: Path, mine: Sequence[Sequence[Any]]) -> List[List[Any]]:
-    """The class's rows as graded (before overrides: from ``details.json``), each of `mine` in place of the
-    row of the same name."""
-    rows: List[List[Any]] = [[d["submission"], *(d["todos"][t]["points"] for t in TODO_METHODS), d["total"],
-                              d["status"]] for d in read_details(out)]
-    at = {r[0]: i for i, r in enumerate(rows)}
-    for new in mine:
-        rows[at[new[0]]] = list(new)
-    return rows
 
 
 def resolved(overrides: Sequence[Override], rows: Sequence[Sequence[Any]]) -> Dict[str, List[Override]]:
@@ -146,12 +116,7 @@ def read_details(out: Path) -> List[Dict[str, Any]]:
     return data["rows"]
 
 
-def write_details(out: Path, grades: Sequence[Any], replace: bool) -> None:
-    """``out/details.json`` for `grades` (`replace`: put them in place of the records of the same rows)."""
-    mine = [record(g) for g in grades]
-    if replace:
-        by_name = {r["submission"]: r for r in mine}
-        rows = [by_name.get(r["submission"], r) for r in read_details(out)]
-    else:
-        rows = mine
+def write_details(out: Path, grades: Sequence[Any]) -> None:
+    """``out/details.json`` for `grades`, in row order."""
+    rows = [record(g) for g in grades]
     atomic_write(out / "details.json", json.dumps({"rows": rows}, ensure_ascii=False, indent=1).encode("utf-8"))

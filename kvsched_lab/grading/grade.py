@@ -1,44 +1,40 @@
-"""`kvsched grade`: grade submissions into ``grades.csv`` and one feedback file per submission.
+"""Grading one submission, and the reports: a `Grade`, its feedback file, ``grades.csv``.
 
-A batch: find the learners (intake.py) and copy each one's regular files into a private folder;
-parse each copy (submissions.py); build, once, the sandbox's library (``kvsched_lab`` without the
-withheld files, with only the kernel side of this package) and the expected observations (the
-reference's method for each TODO among the stand-ins of fakes.py, on every hidden case, here in
-the grader's process). Per submission: a grading notebook of grader-owned cells that carry the
-learner's TODO code as data, and the cases' inputs, go into a bubblewrap sandbox (sandbox.py)
-where nbval runs them in a fresh kernel (nbrun.py, harness.py); the observations come back as
-one line of JSON, and are validated, compared with the expected ones and scored (verdict.py).
-After every sandbox has ended, ``grades.csv`` is written once, atomically, and its SHA-256 printed.
+A batch (batch.py) finds the learners (intake.py), copies each one's regular files into a
+private folder, parses each copy (submissions.py) and builds, once, the sandbox's library
+(``kvsched_lab`` without the withheld files, with only the kernel side of this package) and the
+expected observations (the reference's method for each TODO among the stand-ins of fakes.py, on
+every hidden case, here in the grader's process). Per submission (`grade_one`): a grading
+notebook of grader-owned cells that carry the learner's TODO code as data, and the cases'
+inputs, go into a bubblewrap sandbox (sandbox.py) where nbval runs them in a fresh kernel
+(nbrun.py, harness.py); the observations come back as one line of JSON, and are validated,
+compared with the expected ones and scored (verdict.py). The end of a run (feedback,
+``grades.csv`` written once, atomically, and the manifest) is manifest.py's `write_class`, which
+calls `write_reports` here.
 """
 from __future__ import annotations
 
-import argparse
 import csv
 import hashlib
 import io
 import json
 import os
-import queue
 import secrets
 import shutil
-import sys
-import tempfile
-import time
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Dict, List, Optional, Sequence
 
 import kvsched_lab
-from kvsched_lab.grading import class_commands, class_files, feedback_html, sandbox
-from kvsched_lab.grading.class_files import atomic_write, cell, feedback_name, uncell
-from kvsched_lab.grading.intake import Learner, copy_in, discover
+from kvsched_lab.grading import class_files, feedback_html, sandbox
+from kvsched_lab.grading.class_files import atomic_write, cell, feedback_name
 from kvsched_lab.grading.nbrun import RESULT_MARK
-from kvsched_lab.grading.overrides import EXTRA_COLUMNS, Override, OverridesError, apply_overrides, feedback_section
+from kvsched_lab.grading.overrides import EXTRA_COLUMNS, Override, apply_overrides, feedback_section
 from kvsched_lab.grading.release_build import WITHHELD_FILES
-from kvsched_lab.grading.submissions import Submission, TodoSource, load
+from kvsched_lab.grading.stamp import Stamp
+from kvsched_lab.grading.submissions import Submission, TodoSource
 from kvsched_lab.grading.verdict import POINTS, Reference, TodoGrade, bounded, fenced, judge, validate
-from kvsched_lab.i18n.language import LANGUAGES, normalize
+from kvsched_lab.i18n.language import normalize
 from kvsched_lab.i18n.messages import Deferred
 from kvsched_lab.i18n.messages import Deferred as _  # feedback lines: rendered in --lang's language when written
 from kvsched_lab.sim.scheduler import TODO_METHODS
@@ -192,10 +188,12 @@ def grade_one(sub: Submission, ref: Reference, workdir: Path, lib: Path, job: in
 
 # --------------------------------------------------------------------------- reports
 
-def feedback_text(g: Grade, lang: str = "en", corrections: Sequence[Override] = ()) -> str:
+def feedback_text(g: Grade, lang: str = "en", stamp: Optional[Stamp] = None,
+                  corrections: Sequence[Override] = ()) -> str:
     """The feedback file of `g`, in `lang` (``en``, ``zh``); statuses, names and numbers stay as in grades.csv.
 
-    `corrections`: the instructor's overrides for `g`, shown (with their reasons) below the total."""
+    With `stamp`, its last line says which grader and which hidden cases graded it. `corrections`:
+    the instructor's overrides for `g`, shown (with their reasons) below the total."""
     lang = normalize(lang)
 
     def say(text: str) -> str:
@@ -224,30 +222,29 @@ def feedback_text(g: Grade, lang: str = "en", corrections: Sequence[Override] = 
                       notes="; ".join(g.review))), ""]
     if not g.sandboxed:
         out += [say(_("Graded without the sandbox (`--no-sandbox`).")), ""]
+    if stamp is not None:
+        out += ["---", "", say(stamp.feedback_line()), ""]
     return "\n".join(out)
 
 
-def write_reports(grades: List[Grade], out: Path, lang: str = "en", overrides: Sequence[Override] = (),
-                  replace: bool = False) -> str:
-    """Feedback files (in `lang`, Markdown and HTML), the class details, then ``grades.csv`` written once,
-    atomically; returns the CSV's SHA-256. `overrides` are applied to the rows and shown in the feedback.
+def write_reports(grades: List[Grade], out: Path, lang: str = "en", stamp: Optional[Stamp] = None,
+                  overrides: Sequence[Override] = ()) -> str:
+    """Feedback files (in `lang`, stamped with `stamp`; Markdown and HTML), ``details.json``, then
+    ``grades.csv`` written once, atomically; returns the CSV's SHA-256 (manifest.py's `write_class`
+    adds the manifest). `overrides` are applied to the rows (overrides.py) and shown in the feedback.
 
-    `replace`: `grades` are regraded rows of the class already in `out` (``--learner``): only their rows,
-    feedback and details change. The language changes only the feedback: grades.csv is the same bytes in
-    every language."""
+    The language changes only the feedback files: grades.csv is the same bytes in every language."""
     out.mkdir(parents=True, exist_ok=True)
     (out / "feedback").mkdir(exist_ok=True)
-    mine = [[cell(g.submission), *(g.todos[n].points for n in TODO_METHODS), g.total, cell(g.status)] for g in grades]
-    rows = class_files.replace_rows(out, mine) if replace else mine
-    table = apply_overrides([dict(zip(COLUMNS, r)) for r in rows], overrides)
+    rows = [[cell(g.submission), *(g.todos[n].points for n in TODO_METHODS), g.total, cell(g.status)] for g in grades]
+    table = apply_overrides([dict(zip(COLUMNS, r)) for r in rows], overrides)  # raises before anything is written
     by_row, used = class_files.resolved(overrides, rows), set()
-    names = {row[0]: feedback_name(uncell(row[0]), used)[:-3] for row in rows}
     for g in grades:
-        name, corrections = names[cell(g.submission)], by_row.get(cell(g.submission), [])
-        text = feedback_text(g, lang, corrections)
+        name = feedback_name(g.submission, used)[:-3]
+        text = feedback_text(g, lang, stamp, by_row.get(cell(g.submission), []))
         atomic_write(out / "feedback" / f"{name}.md", text.encode("utf-8"))
         atomic_write(out / "feedback" / f"{name}.html", feedback_html.render(text, lang).encode("utf-8"))
-    class_files.write_details(out, grades, replace)
+    class_files.write_details(out, grades)
     class_files.write_overrides(out, overrides)
     buffer = io.StringIO()
     writer = csv.writer(buffer)
@@ -256,129 +253,3 @@ def write_reports(grades: List[Grade], out: Path, lang: str = "en", overrides: S
     data = buffer.getvalue().encode("utf-8")
     atomic_write(out / "grades.csv", data)
     return hashlib.sha256(data).hexdigest()
-
-
-def _fingerprint_grader() -> str:
-    """Hash of the reference and the grader's code, to notice a submission that rewrote them."""
-    h = hashlib.sha256()
-    for path in sorted((REPO / "solutions").glob("*.py")) + sorted((PACKAGE / "grading").glob("*.py")):
-        h.update(path.read_bytes())
-    return h.hexdigest()
-
-
-def grade_submissions(paths: Sequence[str], out: Optional[Path] = None, timeout: float = 10.0, jobs: int = 1,
-                      memory_mb: int = 2048, keep_work: bool = False, ref: Optional[Reference] = None,
-                      sandboxed: Optional[bool] = None, lang: str = "en", overrides: Sequence[Override] = (),
-                      learners: Optional[List[Learner]] = None, replace: bool = False) -> List[Grade]:
-    """Grade every submission in `paths`; write reports to `out` when given. Never raises for a bad submission.
-
-    `lang` is the feedback files' language (``en``, ``zh``); grades and grades.csv do not depend on it.
-    `learners`, when given, replaces the discovery of `paths` (``--learner``: one learner; `replace`
-    then puts its row into the class already in `out`). `overrides`: see write_reports.
-
-    `sandboxed` None means: sandboxed when bubblewrap works here, else unsandboxed.
-    """
-    if sandboxed is None:
-        sandboxed = sandbox.probe()[0]
-    ref = ref or Reference.build()
-    learners = discover(list(paths)) if learners is None else learners
-    base = Path(tempfile.mkdtemp(prefix="kvsched-grade-"))
-    try:
-        lib = build_library(base / "lib")
-        subs: List[Submission] = []
-        for k, learner in enumerate(learners):  # every copy is made before any learner code runs
-            path = copy_in(learner, base / f"{k:05d}" / "copy")
-            subs.append(Submission(learner.name, path, error=learner.error) if learner.error
-                        else load(learner.name, path, ref.stubs))
-        slots: "queue.Queue[int]" = queue.Queue()
-        for slot in range(max(1, jobs)):
-            slots.put(slot)
-
-        def one(k: int) -> Grade:
-            slot = slots.get()
-            started = time.monotonic()
-            try:
-                g = grade_one(subs[k], ref, base / f"{k:05d}", lib, slot, timeout, memory_mb, sandboxed)
-            except Exception as e:  # a grader bug on one submission must not sink the batch
-                g = Grade(subs[k].name, {n: TodoGrade("error") for n in TODO_METHODS},
-                          error=f"grader failure: {bounded(repr(e))}", sandboxed=sandboxed)
-            finally:
-                slots.put(slot)
-            g.elapsed_s = time.monotonic() - started
-            return g
-
-        with ThreadPoolExecutor(max_workers=max(1, jobs)) as pool:
-            grades = list(pool.map(one, range(len(subs))))
-    finally:
-        if keep_work and out is not None:
-            shutil.copytree(base, out / "work", dirs_exist_ok=True, symlinks=True)
-        shutil.rmtree(base, ignore_errors=True)
-    if out is not None:
-        digest = write_reports(grades, out, lang, overrides, replace)
-        print(f"grades.csv sha256 {digest}")
-    return grades
-
-
-def grade_main(argv: Optional[List[str]] = None) -> int:
-    """``kvsched grade SUBMISSION... [--out DIR] [--timeout S] [--jobs N] [--no-sandbox] [--lang zh]``; 0 when graded.
-
-    Also ``kvsched grade report OUT`` and ``kvsched grade export OUT ...`` (class_commands.py)."""
-    argv = sys.argv[1:] if argv is None else list(argv)
-    if argv and argv[0] in class_commands.COMMANDS:
-        return class_commands.COMMANDS[argv[0]](argv[1:])
-    p = argparse.ArgumentParser(prog="kvsched grade", description=(
-        "Grade learner submissions against the hidden reference (instructors only). A SUBMISSION is a "
-        "class folder (each .ipynb/.py in it is one learner, each subfolder one learner), or one .ipynb "
-        "or .py file. Learner code runs in a bubblewrap sandbox. Also: kvsched grade report OUT, "
-        "kvsched grade export OUT --roster CSV. See docs/grading.md."))
-    p.add_argument("submissions", nargs="*", metavar="SUBMISSION")
-    p.add_argument("--learner", metavar="PATH",
-                   help="regrade one learner (a file, or a student's folder taken as one learner) and replace only "
-                        "its row in the existing --out")
-    p.add_argument("--overrides", metavar="CSV",
-                   help="corrections (submission,todo,points,reason) applied to the rows and shown in the feedback")
-    p.add_argument("--out", default="grades", help="where grades.csv and feedback/ go (default: ./grades)")
-    p.add_argument("--timeout", type=float, default=10.0, help="seconds each TODO may run in all (default 10)")
-    p.add_argument("--jobs", type=int, default=1, help="submissions graded in parallel (default 1)")
-    p.add_argument("--memory-mb", type=int, default=2048, help="address-space limit per process (default 2048)")
-    p.add_argument("--keep-work", action="store_true", help="keep grading inputs and logs in OUT/work")
-    p.add_argument("--no-sandbox", action="store_true",
-                   help="run learner code without the sandbox (where bubblewrap cannot run; rows say 'unsandboxed')")
-    p.add_argument("--lang", default="en", choices=LANGUAGES,
-                   help="language of the feedback files (default en); grades.csv is the same in every language")
-    args = p.parse_args(argv)
-    if bool(args.learner) == bool(args.submissions):
-        p.error("give SUBMISSION... or --learner PATH (not both)")
-    try:
-        learners, overrides = class_commands.plan(args.submissions, args.learner, Path(args.out), args.overrides)
-    except (OverridesError, ValueError) as e:  # an instructor's typo: nothing has been graded or written
-        print(f"kvsched grade: {e}", file=sys.stderr)
-        return 2
-    try:
-        import solutions  # noqa: F401
-    except ImportError:
-        print("kvsched grade: the reference (solutions/) is not here; grading needs the instructor's copy",
-              file=sys.stderr)
-        return 2
-    if not args.no_sandbox:
-        works, why = sandbox.probe()
-        if not works:
-            print(f"kvsched grade: cannot sandbox learner code here: {why}.\nTo enable it: {sandbox.HOW_TO_ENABLE}.\n"
-                  "To grade without it (only submissions you trust): kvsched grade --no-sandbox ...", file=sys.stderr)
-            return 2
-    before = _fingerprint_grader()
-    started = time.monotonic()
-    grades = grade_submissions(args.submissions, Path(args.out), args.timeout, args.jobs, args.memory_mb,
-                               args.keep_work, sandboxed=not args.no_sandbox, lang=args.lang, overrides=overrides,
-                               learners=learners, replace=bool(args.learner))
-    width = max([len(g.submission) for g in grades] + [10])
-    for g in grades:
-        print(f"{g.submission:<{width}}  {g.total:>3}  " + " ".join(f"{g.todos[n].points:>2}" for n in TODO_METHODS)
-              + f"  {g.status}")
-    print(f"graded {len(grades)} submission(s) in {time.monotonic() - started:.1f} s -> {Path(args.out) / 'grades.csv'}"
-          + (f" ({len(overrides)} override(s) applied there: the points above are as graded)" if overrides else ""))
-    if _fingerprint_grader() != before:
-        print("kvsched grade: solutions/ or the grader changed during grading; a submission may have tampered "
-              "with them. Restore them and regrade.", file=sys.stderr)
-        return 3
-    return 0

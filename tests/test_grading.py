@@ -193,7 +193,8 @@ def _feedback(batch, name: str) -> str:
 
 def test_batch_runs_and_writes_the_documented_columns(batch):
     assert batch["code"] == 0
-    assert batch["header"] == ["submission", "score", "heap", "stale", "entry", "snapshot", "total", "status"]
+    assert batch["header"] == ["submission", "score", "heap", "stale", "entry", "snapshot", "total", "status",
+                               "graded_total", "overrides"]
     assert set(batch["rows"]) == set(batch["want"]), "every submission is one row, the folders included"
 
 
@@ -629,7 +630,8 @@ def test_feedback_language_changes_the_feedback_only(tmp_path):
         out = tmp_path / lang
         assert grade_main([str(tmp_path / "class"), "--out", str(out), "--jobs", "2", "--timeout", "5",
                            "--lang", lang, *SANDBOX_ARGS]) == 0
-        feedback[lang] = {p.name: p.read_text(encoding="utf-8") for p in (out / "feedback").iterdir()}
+        feedback[lang] = {p.name: p.read_text(encoding="utf-8") for p in (out / "feedback").glob("*.md")}
+        assert sorted(p.stem for p in (out / "feedback").glob("*.html")) == sorted(Path(n).stem for n in feedback[lang])
     assert (tmp_path / "en" / "grades.csv").read_bytes() == (tmp_path / "zh" / "grades.csv").read_bytes()
     rows = {Path(r["submission"]).name: r for r in csv.DictReader(open(tmp_path / "zh" / "grades.csv"))}
     assert rows["wrong.py"]["score"] != "20" and rows["ref.py"]["total"] == "100"  # a real mix of outcomes

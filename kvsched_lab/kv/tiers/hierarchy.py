@@ -5,7 +5,7 @@ copies real blocks). Each tier is any course policy (LRU, S3-FIFO, the learner's
 with a capacity in blocks: it alone decides which block leaves that tier. The placement rule
 (placement.py) decides where a leaving block goes and when a block is copied down early.
 
-Per request, as in the replay protocol (REFERENCE.md section 3):
+Per request, as in the replay protocol (`kvsched_lab.sim.replay`):
 
 1. `prefix_tiers(keys)`: the leading run of keys held in any tier at arrival, with the fastest
    tier holding each (the per-tier prefix hits);

@@ -143,6 +143,7 @@ SUMMARY_LABELS: Dict[str, str] = {
     "requests_finished": N_("requests finished"),
     "steps": N_("engine steps"),
     "preemptions": N_("preemptions"),
+    "partial_prefills": N_("prefill steps that stopped mid-prompt (chunked prefill)"),
     "requests_preempted": N_("requests preempted at least once"),
     "tokens_recomputed": N_("tokens recomputed after a preemption"),
     "tokens_generated": N_("tokens generated"),

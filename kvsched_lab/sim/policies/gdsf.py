@@ -200,36 +200,32 @@ class GDSFPolicy(Policy):
                             meta[key] = (freq, cost, h, time, m[4])
                         emit((reuse, key))
                         continue
-                    if cur + bytes_ > cap:
-                        while True:
-                            t = heap[0] & mask
-                            old = touched[t]
-                            m = meta.get(old)
-                            if m is not None and m[3] == t:  # current (the common case first)
-                                del meta[old]
-                                floor = m[2]
-                                size = entries.pop(old)
-                                if size == bytes_:  # the usual case: room made, the cache stays as full
-                                    break
-                                cur -= size
-                                if cur + bytes_ <= cap:
-                                    cur += bytes_
-                                    break
-                                emit((evict, old))  # sizes differ: more victims to come
-                                pop(heap)
-                            elif m is None or m[4] != t:  # garbage
-                                pop(heap)
-                            else:  # behind: re-push the current key
-                                replace(heap, from_bytes(bits(m[2]), "big") << shift | m[3])
-                                meta[old] = m[:4] + (m[3],)
-                        h = floor + cost / bytes_
-                        replace(heap, from_bytes(bits(h), "big") << shift | time)  # swaps out the victim's record
-                        emit((evict, old, add, key))  # the last victim and the add, in one call
+                    last_victim = False
+                    while cur + bytes_ > cap:
+                        t = heap[0] & mask
+                        old = touched[t]
+                        m = meta.get(old)
+                        if m is not None and m[3] == t:  # current (the common case first)
+                            del meta[old]
+                            floor = m[2]
+                            cur -= entries.pop(old)
+                            emit((evict, old))
+                            if cur + bytes_ <= cap:
+                                last_victim = True
+                                break
+                            pop(heap)
+                        elif m is None or m[4] != t:  # garbage
+                            pop(heap)
+                        else:  # behind: re-push the current key
+                            replace(heap, from_bytes(bits(m[2]), "big") << shift | m[3])
+                            meta[old] = m[:4] + (m[3],)
+                    h = floor + cost / bytes_
+                    if last_victim:  # one sift swaps the last victim's record for the new one
+                        replace(heap, from_bytes(bits(h), "big") << shift | time)
                     else:
-                        h = floor + cost / bytes_
                         push(heap, from_bytes(bits(h), "big") << shift | time)
-                        cur += bytes_
-                        emit((add, key))
+                    cur += bytes_
+                    emit((add, key))
                     entries[key] = bytes_
                     meta[key] = (1, cost, h, time, time)
         finally:  # keep the counters true even if the replay is interrupted

@@ -34,7 +34,7 @@ Only a hit at a smaller depth can lower H; it pushes a fresh record and the old 
 garbage, dropped when popped or by a rebuild once stale records outnumber live ones.
 
 A record is one int (`record`): H's IEEE-754 bits, which order as non-negative doubles do, above
-40 bits of the touch time. Comparing two costs one int comparison, where an ``(H, last_used, key)``
+64 bits of the touch time. Comparing two costs one int comparison, where an ``(H, last_used, key)``
 tuple costs two or three (half the cached blocks tie on H with another), and the heap's
 comparisons are most of a replay. A record names no key: ``touched[t]`` is the key touched at
 time t. ``meta[key]`` is a tuple ``(freq, cost, H, last_used, record's last_used)``, replaced
@@ -72,14 +72,13 @@ def block_cost(depth: int, scale: float = LLAMA3_8B_COST_SCALE) -> float:
     return 1.0 + (depth - 1 + _DIAGONAL) / scale
 
 
-TIME_BITS = 40  # a record's low bits: its touch time (replays stay far below 2**40 touches)
-TIME_MASK = (1 << TIME_BITS) - 1
-_DOUBLE = struct.Struct(">d").pack  # a double's 8 bytes, most significant first
+TIME_MASK = (1 << 64) - 1  # a record's low 64 bits: its touch time
+_PACK = struct.Struct(">dQ").pack  # H as a double, then the time, most significant byte first
 
 
 def record(h: float, t: int) -> int:
     """The heap record of H = `h` (>= 0) at touch time `t`: an int that orders as ``(h, t)`` does."""
-    return int.from_bytes(_DOUBLE(h), "big") << TIME_BITS | t
+    return int.from_bytes(_PACK(h, t), "big")
 
 
 Meta = Tuple[int, float, float, int, int]  # freq, cost, H, last_used, last_used of its record
@@ -173,8 +172,7 @@ class GDSFPolicy(Policy):
         emit = self.log.append_event
         add, evict, reuse, mask = ADD, EVICT, REUSE, TIME_MASK  # locals: faster than globals in the loop
         cap, cur, hits, time, floor = self.capacity_bytes, self.current_bytes, self.hits, self.time, self.floor
-        push, pop, replace, bits, shift = heappush, heappop, heapreplace, _DOUBLE, TIME_BITS
-        from_bytes = int.from_bytes
+        push, pop, replace, pack, from_bytes = heappush, heappop, heapreplace, _PACK, int.from_bytes
         costs = [0.0]  # costs[d] = block_cost(d), grown on demand: the same floats as `touch`
         out: List[int] = []
         try:
@@ -192,7 +190,7 @@ class GDSFPolicy(Policy):
                         freq = m[0] + 1
                         h = floor + freq * cost / entries[key]
                         if h < m[2]:  # a shallower touch lowered H: push a new record
-                            push(heap, from_bytes(bits(h), "big") << shift | time)
+                            push(heap, from_bytes(pack(h, time), "big"))
                             meta[key] = (freq, cost, h, time, time)
                             if len(heap) > 2 * len(meta) + 64:
                                 self.heap = heap = _rebuilt(meta)
@@ -200,32 +198,32 @@ class GDSFPolicy(Policy):
                             meta[key] = (freq, cost, h, time, m[4])
                         emit((reuse, key))
                         continue
-                    last_victim = False
-                    while cur + bytes_ > cap:
-                        t = heap[0] & mask
-                        old = touched[t]
-                        m = meta.get(old)
-                        if m is not None and m[3] == t:  # current (the common case first)
-                            del meta[old]
-                            floor = m[2]
-                            cur -= entries.pop(old)
-                            emit((evict, old))
-                            if cur + bytes_ <= cap:
-                                last_victim = True
-                                break
-                            pop(heap)
-                        elif m is None or m[4] != t:  # garbage
-                            pop(heap)
-                        else:  # behind: re-push the current key
-                            replace(heap, from_bytes(bits(m[2]), "big") << shift | m[3])
-                            meta[old] = m[:4] + (m[3],)
-                    h = floor + cost / bytes_
-                    if last_victim:  # one sift swaps the last victim's record for the new one
-                        replace(heap, from_bytes(bits(h), "big") << shift | time)
+                    if cur + bytes_ > cap:
+                        while True:
+                            t = heap[0] & mask
+                            old = touched[t]
+                            m = meta.get(old)
+                            if m is not None and m[3] == t:  # current: the victim (the common case first)
+                                del meta[old]
+                                floor = m[2]
+                                cur -= entries.pop(old)
+                                if cur + bytes_ <= cap:
+                                    break
+                                emit((evict, old))  # sizes differ: more victims to come
+                                pop(heap)
+                            elif m is None or m[4] != t:  # garbage
+                                pop(heap)
+                            else:  # behind: re-push the current key
+                                replace(heap, from_bytes(pack(m[2], m[3]), "big"))
+                                meta[old] = m[:4] + (m[3],)
+                        h = floor + cost / bytes_
+                        replace(heap, from_bytes(pack(h, time), "big"))  # swaps out the victim's record
+                        emit((evict, old, add, key))  # the last victim and the add, in one call
                     else:
-                        push(heap, from_bytes(bits(h), "big") << shift | time)
+                        h = floor + cost / bytes_
+                        push(heap, from_bytes(pack(h, time), "big"))
+                        emit((add, key))
                     cur += bytes_
-                    emit((add, key))
                     entries[key] = bytes_
                     meta[key] = (1, cost, h, time, time)
         finally:  # keep the counters true even if the replay is interrupted

@@ -6,8 +6,10 @@ from functools import lru_cache
 
 import pytest
 
-from kvsched_lab.cli.bench import bench_main, gap_closed, run_bench, to_markdown
-from kvsched_lab.sim.policies import POLICIES
+from kvsched_lab.cli.bench import bench_main, run_bench
+from kvsched_lab.cli.bench_policies import gap_closed
+from kvsched_lab.cli.bench_report import to_markdown
+from kvsched_lab.sim.policies import POLICIES, make_policy
 
 
 @lru_cache(maxsize=1)
@@ -126,7 +128,7 @@ def test_bench_main_json(capsys):
 
 
 def test_notebook_timing_runs_a_filled_lesson_and_reports_it(monkeypatch, tmp_path):
-    from kvsched_lab.cli.bench import bench_notebooks, to_markdown
+    from kvsched_lab.cli.bench_notebooks import bench_notebooks
 
     monkeypatch.setenv("KVSCHED_ANSWERS", str(tmp_path / "mine"))
     nb = bench_notebooks(["02_why_scheduling_and_the_score.ipynb"])
@@ -140,7 +142,7 @@ def test_notebook_timing_runs_a_filled_lesson_and_reports_it(monkeypatch, tmp_pa
 def test_a_stuck_or_broken_notebook_is_reported_and_the_others_still_run(tmp_path):
     import nbformat
 
-    from kvsched_lab.cli.bench import bench_notebooks, to_markdown
+    from kvsched_lab.cli.bench_notebooks import bench_notebooks
 
     cells = {"a_stuck.ipynb": "import time\ntime.sleep(30)", "b_broken.ipynb": "1 / 0", "c_fine.ipynb": "print(1)"}
     for name, code in cells.items():
@@ -153,3 +155,47 @@ def test_a_stuck_or_broken_notebook_is_reported_and_the_others_still_run(tmp_pat
     text = to_markdown({**quick_report(), "notebooks": nb})
     assert "| c_fine.ipynb |" in text and "ZeroDivisionError" in text and "**MISS**" in text
 
+
+
+# -- the libCacheSim column (kvsched_lab/cli/bench_libcachesim.py) ---------------------------------
+def test_the_speed_table_gains_a_libcachesim_column_where_the_extra_is_installed():
+    """Same trace and capacity, timed in the same run: libCacheSim's hits equal ours where its
+    cache decides as ours does (fifo, lru, lfu, arc), and each ratio is its seconds over ours."""
+    from kvsched_lab.cli.bench_libcachesim import CACHES, libcachesim
+
+    if libcachesim() is None:
+        pytest.skip("libcachesim not installed (the crosscheck extra)")
+    speed = quick_report()["speed"]
+    lcs = speed["libcachesim"]
+    assert set(lcs["caches"]) == set(CACHES.values()) and lcs["version"] == "0.3.5"
+    for name, cache in CACHES.items():
+        row, theirs = speed["policies"][name], lcs["caches"][cache]
+        assert row["vs_libcachesim"] == pytest.approx(theirs["seconds"] / row["seconds"])
+        assert positive(theirs["touches_per_s"])
+    requests = load_traces_head()
+    for name in ("fifo", "lru", "lfu", "arc"):
+        ours = make_policy(name, speed["capacity_blocks"])
+        ours.replay_requests([r.hash_ids for r in requests], 1)
+        assert lcs["caches"][CACHES[name]]["block_hits"] == ours.hits, name
+    text = to_markdown(quick_report())
+    assert "| x libCacheSim |" in text and "x libCacheSim: its C loop (libcachesim 0.3.5" in text
+    assert f"| {speed['policies']['lru']['vs_libcachesim']:.2f}x |" in text
+
+
+def test_without_libcachesim_the_table_says_how_to_get_the_column(monkeypatch):
+    import kvsched_lab.cli.bench_libcachesim as lcs_module
+    from kvsched_lab.cli.bench_policies import bench_speed
+
+    monkeypatch.setattr(lcs_module, "libcachesim", lambda: None)
+    speed, _ = bench_speed(load_traces_head()[:50], 100, 1)
+    assert "libcachesim" not in speed and all("vs_libcachesim" not in r for r in speed["policies"].values())
+    report = {**quick_report(), "speed": speed}
+    text = to_markdown(report)
+    assert "x libCacheSim |" not in text and "pip install -e .[crosscheck]" in text
+
+
+def load_traces_head():
+    from kvsched_lab.cli.bench import BenchSettings, load_traces
+
+    s = BenchSettings.quick()
+    return load_traces(s.table_requests)["conversation"][0][:s.speed_requests]

@@ -27,7 +27,8 @@ from kvsched_lab.grading.sandbox import probe
 from kvsched_lab.grading.submissions import load
 from kvsched_lab.grading.stubs import known_stubs
 from kvsched_lab.sim.scheduler import TODO_METHODS
-from kvsched_lab.course.todos import fill_todos, read_notebook, reference_sources, tagged_cells, write_notebook
+from kvsched_lab.course.todos import fill_todos, reference_sources, tagged_cells
+from kvsched_lab.notebook_files import read_notebook, write_notebook
 
 sys.path.insert(0, str(Path(__file__).parent / "grading_cases"))
 import variants as v  # noqa: E402
@@ -70,7 +71,7 @@ CHEATS = {
     "entry": "def touch(self, prefix, bytes_):\n"
              "    import kvsched_lab.grading.compare as c\n    c.same = lambda *a, **k: True\n",
     "snapshot": "def snapshot(self):\n"
-                "    import kvsched_lab.grading.harness as h\n    h.plain = lambda x, depth=0: 'patched'\n    return []\n",
+                "    import kvsched_lab.grading.observe as h\n    h.plain = lambda x, depth=0: 'patched'\n    return []\n",
 }
 
 
@@ -375,7 +376,7 @@ def release(tmp_path_factory):
 
 def test_release_builds_a_bundle_that_verifies_itself(release):
     from kvsched_lab.grading import release_main
-    from kvsched_lab.grading.release import WITHHELD_FILES
+    from kvsched_lab.grading.release_build import WITHHELD_FILES
 
     out, code, base = release
     assert code == 0
@@ -406,7 +407,7 @@ def test_release_builds_a_bundle_that_verifies_itself(release):
 def test_release_checks_setup_urls_and_the_colab_style_install(release, tmp_path):
     """The checks fail on a setup cell pointing at the full repository and on a bundle that installs
     `solutions` (shown here by putting it back); the real bundle passed both (release code 0)."""
-    from kvsched_lab.grading.release import colab_install, setup_cell_urls
+    from kvsched_lab.grading.release_checks import colab_install, setup_cell_urls
 
     out, code, _ = release
     assert code == 0 and setup_cell_urls(out, BUNDLE_URL) == []
@@ -423,7 +424,7 @@ def test_release_checks_setup_urls_and_the_colab_style_install(release, tmp_path
 
 
 def test_release_makefile_has_check_and_no_tests_target(release):
-    from kvsched_lab.grading.release import forbidden_paths
+    from kvsched_lab.grading.release_checks import forbidden_paths
 
     out, _, _ = release
     makefile = (out / "Makefile").read_text()
@@ -456,7 +457,7 @@ sys.path.pop(0)
 kernel_launcher.isolate({bundle!r})
 os.environ["KVSCHED_ANSWERS"] = tempfile.mkdtemp()
 import kvsched_lab.course as lab
-from kvsched_lab.cli import bench
+from kvsched_lab.cli import bench_policies
 from kvsched_lab.course import leaderboard, plots, widgets
 from kvsched_lab.sim.policies import POLICIES, make_policy
 from kvsched_lab.sim.traces import synthetic_trace
@@ -472,7 +473,7 @@ with contextlib.redirect_stdout(buf):
     out["needs"] = lab.needs_chapter(cls, "a demo")
     out["viewer"] = widgets.heap_viewer() is None
 out["fallback"] = [cls is POLICIES["lru"], buf.getvalue()]
-speed, heap = bench.bench_speed(synthetic_trace(30, seed=0), 50, 1)
+speed, heap = bench_policies.bench_speed(synthetic_trace(30, seed=0), 50, 1)
 out["bench"] = [sorted(speed["policies"]), sorted(heap["policies"])]
 print(json.dumps(out))
 """
@@ -499,8 +500,8 @@ def test_bundle_runs_without_the_withheld_seed_policies(release):
 
 
 def test_release_checks_catch_leaks_dirt_and_failing_cells(tmp_path):
-    from kvsched_lab.grading.release import (build_release, find_leaks, forbidden_lines, nbval_only_checks_fail,
-                                             unclean_notebooks)
+    from kvsched_lab.grading.release_build import build_release
+    from kvsched_lab.grading.release_checks import find_leaks, forbidden_lines, nbval_only_checks_fail, unclean_notebooks
 
     forbidden = forbidden_lines()
     assert "is_stale = (priority, last_used) != (entry.priority, entry.last_used)" in forbidden
@@ -528,7 +529,9 @@ def test_release_checks_catch_leaks_dirt_and_failing_cells(tmp_path):
 
 
 def test_release_ships_a_complete_and_current_chinese_edition(tmp_path):
-    from kvsched_lab.grading.release import build_release, incomplete_zh_edition, release_main, stale_zh_edition
+    from kvsched_lab.grading.release import release_main
+    from kvsched_lab.grading.release_build import build_release, stale_zh_edition
+    from kvsched_lab.grading.release_checks import incomplete_zh_edition
 
     bundle = build_release(tmp_path / "bundle", _course(tmp_path), BUNDLE_URL)
     assert incomplete_zh_edition(bundle) == []
@@ -594,7 +597,8 @@ def test_no_sandbox_grades_the_same_and_says_unsandboxed(tmp_path):
 def test_the_sandbox_library_holds_no_reference_and_no_grader(tmp_path):
     """What the sandbox may read of the course: no reference line, no withheld file, no cases or grader."""
     from kvsched_lab.grading.grade import SANDBOX_SIDE, build_library
-    from kvsched_lab.grading.release import WITHHELD_FILES, find_leaks, forbidden_lines
+    from kvsched_lab.grading.release_build import WITHHELD_FILES
+    from kvsched_lab.grading.release_checks import find_leaks, forbidden_lines
 
     lib = build_library(tmp_path / "lib")
     assert find_leaks(lib, forbidden_lines()) == []

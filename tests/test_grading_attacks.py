@@ -21,7 +21,7 @@ from typing import Dict, List
 import pytest
 
 from kvsched_lab.grading import grade_main
-from kvsched_lab.grading.release import forbidden_lines
+from kvsched_lab.grading.release_checks import forbidden_lines
 from kvsched_lab.grading.sandbox import SANDBOX_UID_BASE, probe
 from kvsched_lab.sim.scheduler import TODO_METHODS
 

@@ -4,7 +4,7 @@ compare.py says where a learner's observations first part from the reference's, 
 the hidden cases, verdict.py turns observations into points. The batch tests (test_grading.py)
 reach them through sandboxes; these tests pin each of them directly, fast enough for mutation
 testing (`make mutation`), with the observations a sandbox would send back made here by
-`harness.run_case`, as the kernel makes them.
+`observe.run_case`, as the kernel makes them.
 """
 from __future__ import annotations
 
@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from kvsched_lab.grading import harness
+from kvsched_lab.grading import observe
 from kvsched_lab.grading.cases import hidden_cases
 from kvsched_lab.grading.compare import Mismatch, describe_op, error_of, errors_in, first_mismatch, same
 from kvsched_lab.grading.verdict import (HEAD_CAP, POINTS, TEXT_CAP, Reference, bounded, families, family_points,
@@ -40,8 +40,8 @@ def reference() -> Reference:
 
 def _observe(todo: str, source: str, cases: list) -> dict:
     """What the sandbox sends back for `todo` answered by `source`: every case's observations."""
-    cls = harness.graded_class(TODO_METHODS[todo], load_method(todo, source))
-    return {"cases": {str(i): {"obs": harness.run_case(cls, c)} for i, c in enumerate(cases)},
+    cls = observe.graded_class(TODO_METHODS[todo], load_method(todo, source))
+    return {"cases": {str(i): {"obs": observe.run_case(cls, c)} for i, c in enumerate(cases)},
             "out": 0, "head": "", "review": []}
 
 
@@ -52,7 +52,7 @@ def _judged(reference: Reference, todo: str, source: str):
 def _full_reference_run(case: dict) -> list:
     from solutions import KVCacheSchedulerSim
 
-    return json.loads(json.dumps(harness.run_case(KVCacheSchedulerSim, case, catch=False)))
+    return json.loads(json.dumps(observe.run_case(KVCacheSchedulerSim, case, catch=False)))
 
 
 # --------------------------------------------------------------------------- compare.same
@@ -359,9 +359,9 @@ def test_the_reference_expectations_are_the_reference_among_the_stand_ins(refere
 
     assert reference.cases == hidden_cases()
     for todo, method in TODO_METHODS.items():
-        cls = harness.graded_class(method, getattr(KVCacheSchedulerSim, method))
+        cls = observe.graded_class(method, getattr(KVCacheSchedulerSim, method))
         for i in (0, 17, 41):
-            assert reference.expected[todo][i] == json.loads(json.dumps(harness.run_case(cls, reference.cases[i])))
+            assert reference.expected[todo][i] == json.loads(json.dumps(observe.run_case(cls, reference.cases[i])))
 
 
 def test_the_expectations_never_swallow_an_error_of_the_reference_or_the_stand_ins(monkeypatch):
@@ -375,17 +375,17 @@ def test_the_expectations_never_swallow_an_error_of_the_reference_or_the_stand_i
     with pytest.raises(ValueError, match="exceeds capacity"):
         Reference.build()  # everything raises here
     monkeypatch.setattr(verdict, "hidden_cases", lambda: [CHAPTER])
-    snapshot = harness.FakeScheduler.snapshot
+    snapshot = observe.FakeScheduler.snapshot
 
     def stand_in_breaks(self):  # only the stand-ins' own class, not the classes graded with it
-        if type(self) is harness.FakeScheduler:
+        if type(self) is observe.FakeScheduler:
             raise LookupError("the stand-in's snapshot broke")
         return snapshot(self)
 
-    monkeypatch.setattr(harness.FakeScheduler, "snapshot", stand_in_breaks)
+    monkeypatch.setattr(observe.FakeScheduler, "snapshot", stand_in_breaks)
     with pytest.raises(LookupError, match="the stand-in's snapshot broke"):
         Reference.build()
-    monkeypatch.setattr(harness.FakeScheduler, "snapshot", snapshot)
+    monkeypatch.setattr(observe.FakeScheduler, "snapshot", snapshot)
 
     def broken(self, hits, size, last_used):
         raise ArithmeticError("the reference's score broke")
@@ -405,7 +405,7 @@ def test_the_expectations_know_every_stub_of_the_course(reference):
 
 
 def test_only_cases_that_tell_an_answer_from_its_stand_in_are_graded(reference):
-    stand_ins = [json.loads(json.dumps(harness.run_case(harness.FakeScheduler, c))) for c in reference.cases]
+    stand_ins = [json.loads(json.dumps(observe.run_case(observe.FakeScheduler, c))) for c in reference.cases]
     for todo in TODO_METHODS:
         for i, case in enumerate(reference.cases):
             differs = stand_ins[i] != reference.expected[todo][i]

@@ -10,7 +10,7 @@ entries then outrank entries whose hits are old, without re-scoring anybody.
 victim choice and its ``inflation`` (raised at each eviction). The learner writes only its
 priority, as a plain function ``_aged_score(self, hits, size, last_used)`` that may read
 ``self.inflation`` and ``self.chapter_score(hits, size, last_used)`` (the chapter's score,
-as in notebook 02). `kvsched_lab.course.checks.grade_aging` grades that function by the
+as in notebook 02). `kvsched_lab.course.checks.aging.grade_aging` grades that function by the
 decisions it leads to, so any form with the same decisions passes.
 """
 from __future__ import annotations

@@ -2,6 +2,18 @@
 
 `grade_main` and `release_main` are the ``kvsched grade`` and ``kvsched release`` commands;
 `bench_grading` times the grader. docs/grading.md explains the rules and the threat model.
+
+Grader side (never in the sandbox): grade.py (the batch and ``kvsched grade``), intake.py (finding
+learners, copying their files), submissions.py (each TODO's code, parsed, nothing run), stubs.py
+(the untouched stubs and the given code), cases.py (the hidden cases), verdict.py (validating
+observations, points), compare.py (first difference from the reference), sandbox.py (bubblewrap),
+bench.py (timing the grader); release.py (``kvsched release``), release_build.py (building the
+student bundle), release_checks.py (verifying it gives nothing away).
+Sandbox side (the only files of this package the sandbox's library holds, grade.SANDBOX_SIDE):
+nbrun.py (nbval in the box), kernel_launcher.py (the kernel's clean import path and limits),
+harness.py (the kernel's side: one learner method run in forked children), observe.py (running a
+case and recording what it shows; the grader runs it on the reference too), audit.py (the
+advisory runtime audit hook), fakes.py (the stand-ins around one TODO).
 """
 from __future__ import annotations
 

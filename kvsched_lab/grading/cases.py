@@ -15,7 +15,7 @@ from __future__ import annotations
 import random
 from typing import Dict, List
 
-from kvsched_lab.grading.harness import Case
+from kvsched_lab.grading.observe import Case
 
 SEED = 20251129  # fixed: the grader and the kernel must see the same cases
 

@@ -12,7 +12,7 @@ import math
 from dataclasses import dataclass
 from typing import Any, List, Optional
 
-from kvsched_lab.grading.harness import Case
+from kvsched_lab.grading.observe import Case
 
 REL_TOL = 1e-9
 SNAPSHOT_TOL = 1.0001e-4  # one unit of round(priority, 4), for the score TODO only

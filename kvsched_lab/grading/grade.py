@@ -33,7 +33,7 @@ import kvsched_lab
 from kvsched_lab.grading import sandbox
 from kvsched_lab.grading.intake import Learner, copy_in, discover
 from kvsched_lab.grading.nbrun import RESULT_MARK
-from kvsched_lab.grading.release import WITHHELD_FILES
+from kvsched_lab.grading.release_build import WITHHELD_FILES
 from kvsched_lab.grading.submissions import Submission, TodoSource, load
 from kvsched_lab.grading.verdict import POINTS, Reference, TodoGrade, bounded, fenced, judge, validate
 from kvsched_lab.i18n.language import LANGUAGES, normalize
@@ -46,7 +46,7 @@ PACKAGE = Path(kvsched_lab.__file__).resolve().parent
 REPO = PACKAGE.parent
 NORMAL = ("passed", "failed", "not attempted")
 # The kernel side of this package: all the sandbox gets of it (no cases, no reference, no grader).
-SANDBOX_SIDE = ("__init__.py", "fakes.py", "harness.py", "kernel_launcher.py", "nbrun.py")
+SANDBOX_SIDE = ("__init__.py", "audit.py", "fakes.py", "harness.py", "kernel_launcher.py", "nbrun.py", "observe.py")
 
 
 @dataclass

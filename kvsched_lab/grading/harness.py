@@ -1,27 +1,21 @@
-"""Grading harness: run hidden cases on a scheduler class and record what can be observed.
+"""The grading kernel's side of the harness: run one learner method on the cases' inputs, with limits.
 
-This one file runs on both sides of the grading boundary:
+In the grading kernel (inside the sandbox), `setup` and `grade_todo` put one learner method
+among the stand-ins of fakes.py and run the cases' inputs (observe.py) in a forked child with
+time, memory, file and output limits and the runtime audit hook (audit.py), then write the
+observations to a nonce-named JSON file. The grader validates and compares them; nothing here
+decides a grade, and the kernel never holds a reference method or an expected result.
 
-* in the grader process, ``run_case(graded_class(reference_method), case)`` gives the expected
-  observations: the reference's method for one TODO among the stand-ins of fakes.py;
-* in the grading kernel (inside the sandbox), `setup` and `grade_todo` put one learner method
-  among the same stand-ins and run the cases' inputs in a forked child with time, memory, file
-  and output limits and a runtime audit hook (`watch`), then write the observations to a
-  nonce-named JSON file. The grader validates and compares them; nothing here decides a grade,
-  and the kernel never holds a reference method or an expected result.
-
-It imports only the standard library, ``kvsched_lab.sim.scheduler``/``kvsched_lab.course.todos`` and the
-stand-ins: the sandbox gets a copy of ``kvsched_lab`` without ``solutions`` and with only the
-kernel side of ``kvsched_lab.grading``.
+It imports only the standard library, ``kvsched_lab.sim.scheduler``/``kvsched_lab.course.todos``, the
+stand-ins, observe.py and audit.py: the sandbox gets a copy of ``kvsched_lab`` without ``solutions``
+and with only the kernel side of ``kvsched_lab.grading``.
 """
 from __future__ import annotations
 
 import builtins
-import heapq
 import inspect
 import io
 import json
-import math
 import os
 import resource
 import select
@@ -30,168 +24,17 @@ import sys
 import time
 import types
 import warnings
-from typing import Any, Dict, List, Optional
+from typing import Any, Dict
 
-from kvsched_lab.grading.fakes import FakeScheduler
+from kvsched_lab.grading.audit import MAX_REVIEW_NOTES, watch
+from kvsched_lab.grading.observe import error_text, graded_class, run_case
 from kvsched_lab.sim.scheduler import TODO_METHODS, SchedulerSkeleton
 from kvsched_lab.course.todos import cell_namespace
-
-Case = Dict[str, Any]  # {"name", "family", "phases": [{"capacity": int, "ops": [op, ...]}]}
 
 LINE_CAP = 4 << 20  # one case's observations; bigger means the learner's code returned junk
 CHILD_READ_CAP = 64 << 20  # all of one child's output through the pipe
 OUTPUT_HEAD = 2000  # characters of a learner's printed output kept for the feedback
 STOP_AFTER_TIMEOUTS = 3  # consecutive timed-out cases before the rest are not run
-MAX_REVIEW_NOTES = 20  # distinct audit notes one child reports; more adds nothing for a reader
-# Modules whose import by learner code is reported: the reference, the grader (this package), and
-# the library's withheld versions of the chapter's scheduler.
-WATCHED_IMPORTS = ("solutions", "kvsched_lab.grading", "kvsched_lab.sim.policies.seed", "kvsched_lab.sim.policies.seed_compact")
-# Audit events reported as review notes (event name prefix -> what the note says).
-WATCHED_EVENTS = {"subprocess.": "started a process", "os.system": "started a process",
-                  "os.exec": "started a process", "os.spawn": "started a process",
-                  "os.posix_spawn": "started a process", "os.fork": "forked a process",
-                  "os.forkpty": "forked a process", "socket.": "used a socket", "os.kill": "sent a signal",
-                  "os.killpg": "sent a signal", "ctypes.": "used ctypes", "gc.get_": "searched the heap (gc)",
-                  "sys._current_frames": "read other threads' frames", "sys.addaudithook": "added an audit hook"}
-
-
-def graded_class(method: str, fn: Any) -> type:
-    """The class one TODO is graded on: `fn` as `method`, the stand-ins of fakes.py around it."""
-    return type("KVCacheSchedulerSim", (FakeScheduler,), {method: fn})
-
-
-# --------------------------------------------------------------------------- observing
-
-def plain(x: Any, depth: int = 0) -> Any:
-    """`x` as JSON-able data; anything unexpected becomes ``{"repr": ...}`` so it compares unequal."""
-    if x is None or isinstance(x, (bool, int, float, str)):
-        return x
-    if isinstance(x, (list, tuple)) and depth < 4:
-        return [plain(v, depth + 1) for v in x]
-    try:
-        text = repr(x)
-    except BaseException:  # a learner object whose repr raises still needs a verdict
-        text = f"<{type(x).__name__} with a failing repr>"
-    return {"repr": text[:200]}
-
-
-def order_key(x: Any) -> tuple:
-    """Total, numeric-aware order on `plain` data, so both sides sort records the same way."""
-    if isinstance(x, bool) or not isinstance(x, (int, float, str, list)):
-        return (3, json.dumps(x, sort_keys=True, default=repr))
-    if isinstance(x, (int, float)):
-        return (0, -math.inf) if x != x else (0, x)  # NaN sorts first rather than breaking the sort
-    if isinstance(x, str):
-        return (1, x)
-    return (2, tuple(order_key(v) for v in x))
-
-
-def _is_heap(queue: List[Any]) -> bool:
-    try:
-        return all(not (queue[i] < queue[(i - 1) // 2]) for i in range(1, len(queue)))
-    except Exception:  # records that cannot be compared are no heap
-        return False
-
-
-def state(sim: Any) -> Dict[str, Any]:
-    """Everything observable about `sim`: log, entries, heap records, bytes, clock."""
-    entries = [
-        [plain(key)] + [plain(getattr(e, f, None)) for f in ("priority", "last_used", "hits", "bytes", "prefix")]
-        for key, e in sim.entries.items()
-    ]
-    queue = [plain(r) for r in sim.queue]
-    return {
-        "log": plain(list(sim.log)),
-        "current_bytes": plain(sim.current_bytes),
-        "entries": sorted(entries, key=order_key),
-        "queue": sorted(queue, key=order_key),
-        "heap": _is_heap(list(sim.queue)),
-        "time": plain(sim.time),
-    }
-
-
-def _events(sim: Any, before: int) -> list:
-    return plain(list(sim.log)[before:])
-
-
-def apply_op(sim: Any, op: list) -> list:
-    """Run one case operation on `sim`; return what it showed (see `describe_op` in compare.py)."""
-    kind = op[0]
-    if kind == "touch":
-        before = len(sim.log)
-        sim.touch(op[1], op[2])
-        return ["touch", _events(sim, before), plain(sim.current_bytes)]
-    if kind == "evict":
-        before = len(sim.log)
-        sim._evict_until_fit(op[1])
-        return ["evict", _events(sim, before), plain(sim.current_bytes)]
-    if kind == "snapshot":
-        return ["snapshot", plain(sim.snapshot())]
-    if kind == "score":
-        _, hits, size, age = op
-        return ["score", plain(sim._score(hits, size, sim.time - age))]
-    # The remaining operations set up heap states a natural sequence never reaches, to check
-    # the stale test itself rather than its common cases.
-    if kind == "stale":  # a record for a live entry that differs from its current one
-        _, key, d_priority, d_last_used = op
-        e = sim.entries.get(key)
-        if e is not None:
-            heapq.heappush(sim.queue, (e.priority + d_priority, e.last_used + d_last_used, key))
-        return ["stale", e is not None]
-    if kind == "orphan":  # a record for a key that is not cached
-        _, key, priority, last_used = op
-        heapq.heappush(sim.queue, (priority, last_used, key))
-        return ["orphan"]
-    if kind == "unqueue":  # drop the live record of an entry
-        e = sim.entries.get(op[1])
-        if e is not None:
-            live = (e.priority, e.last_used, op[1])
-            sim.queue[:] = [r for r in sim.queue if r != live]
-            heapq.heapify(sim.queue)
-        return ["unqueue", e is not None]
-    if kind == "retime":  # an older last_used, then a re-score: recency below 1
-        _, key, age = op
-        e = sim.entries.get(key)
-        if e is not None:
-            e.last_used = sim.time - age
-            sim._refresh_queue(key)
-        return ["retime", e is not None]
-    raise ValueError(f"unknown case operation {kind!r}")
-
-
-def error_text(exc: BaseException) -> str:
-    name = type(exc).__name__
-    try:
-        msg = str(exc)
-    except BaseException:
-        msg = "<unprintable message>"
-    return f"{name}: {msg[:300]}" if msg else name
-
-
-def run_case(cls: type, case: Case, catch: bool = True) -> List[Dict[str, Any]]:
-    """Observations of `case` on a fresh `cls` per phase: each step's result, then the final state.
-
-    With `catch`, an exception ends its phase and is recorded as ``["error", "Type: message"]``
-    (learner code); without it, it propagates (the reference must never raise on a hidden case).
-    """
-    out = []
-    for phase in case["phases"]:
-        steps: list = []
-        try:
-            sim = cls(phase["capacity"])
-            for op in phase["ops"]:
-                steps.append(apply_op(sim, op))
-            final: Any = state(sim)
-        except BaseException as e:  # noqa: B902 - learner code may raise anything, even SystemExit
-            if not catch:
-                raise
-            steps.append(["error", error_text(e)])
-            try:
-                final = state(sim)
-            except BaseException as e2:
-                final = {"error": error_text(e2)}
-        out.append({"steps": steps, "final": final})
-    return out
 
 
 # --------------------------------------------------------------------------- kernel side
@@ -249,47 +92,6 @@ def _confine(budget: float) -> None:
         ctypes.CDLL(None).prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
     except Exception:
         pass
-
-
-def watch(wfd: int, allowed_roots: List[str]) -> None:
-    """Report, as ``{"review": ...}`` lines on `wfd`, what a TODO has no need to do.
-
-    A runtime audit hook (it cannot be removed once added): opening paths outside `allowed_roots`
-    (the Python environment and the course library), starting or forking processes, sockets,
-    signals, ctypes, searching the heap, importing the reference or the grader. A note is written
-    the moment it happens, so code cannot hide it afterwards without also losing its results.
-    """
-    seen: set = set()
-    write, dumps, fsdecode, isabs, abspath = os.write, json.dumps, os.fsdecode, os.path.isabs, os.path.abspath
-    roots = tuple(r.rstrip("/") + "/" for r in allowed_roots)
-
-    def note(text: str) -> None:
-        if text not in seen and len(seen) < MAX_REVIEW_NOTES:
-            seen.add(text)
-            try:
-                write(wfd, (dumps({"review": text[:200]}) + "\n").encode())
-            except OSError:
-                pass
-
-    def hook(event: str, args: tuple) -> None:
-        if event == "open":
-            path = args[0] if args else None
-            if isinstance(path, (str, bytes)):
-                path = fsdecode(path)
-                full = path if isabs(path) else abspath(path)
-                if not full.startswith(roots):
-                    note(f"opened {full!r}")
-        elif event == "import":
-            name = str(args[0]) if args else ""
-            if any(name == w or name.startswith(w + ".") for w in WATCHED_IMPORTS):
-                note(f"imports {name}")
-        else:
-            for prefix, what in WATCHED_EVENTS.items():
-                if event.startswith(prefix):
-                    note(what)
-                    break
-
-    sys.addaudithook(hook)
 
 
 def load_learner(todo: str, kind: str, source: str) -> Any:
@@ -492,7 +294,3 @@ def grade_todo(todo: str, kind: str, source: str) -> None:
     print(f"{todo}: {len(result['cases'])} of {n} cases observed in {result['elapsed']} s")
 
 
-def observed(result: Optional[dict], n: int) -> List[Optional[dict]]:
-    """Per-case records of a kernel result, in case order (None: not run)."""
-    cases = (result or {}).get("cases", {})
-    return [cases.get(str(i)) for i in range(n)]

@@ -17,8 +17,11 @@ import os
 import resource
 import sys
 
+# Every grader-only module of kvsched_lab.grading (the sandbox side is grade.SANDBOX_SIDE).
 REFUSED = ("solutions", "kvsched_lab.grading.grade", "kvsched_lab.grading.verdict", "kvsched_lab.grading.cases",
-           "kvsched_lab.grading.release")
+           "kvsched_lab.grading.compare", "kvsched_lab.grading.intake", "kvsched_lab.grading.submissions",
+           "kvsched_lab.grading.stubs", "kvsched_lab.grading.sandbox", "kvsched_lab.grading.bench",
+           "kvsched_lab.grading.release", "kvsched_lab.grading.release_build", "kvsched_lab.grading.release_checks")
 
 
 class _Refuse:

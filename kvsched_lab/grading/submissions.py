@@ -19,7 +19,8 @@ from kvsched_lab.grading.intake import MAX_FILE_BYTES
 from kvsched_lab.grading.stubs import class_methods, fingerprint, functions_in
 from kvsched_lab.i18n.messages import Deferred as _  # feedback text: its language is chosen when written
 from kvsched_lab.sim.scheduler import TODO_METHODS
-from kvsched_lab.course.todos import cell_source, read_notebook, tagged_cells
+from kvsched_lab.course.todos import tagged_cells
+from kvsched_lab.notebook_files import cell_source, read_notebook
 
 
 

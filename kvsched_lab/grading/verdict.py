@@ -20,7 +20,8 @@ from pathlib import Path
 from typing import Any, Dict, List, Optional
 
 import kvsched_lab
-from kvsched_lab.grading import harness
+from kvsched_lab.grading import observe
+from kvsched_lab.grading.audit import MAX_REVIEW_NOTES
 from kvsched_lab.grading.cases import hidden_cases
 from kvsched_lab.grading.compare import errors_in, first_mismatch
 from kvsched_lab.grading.stubs import known_stubs
@@ -58,11 +59,11 @@ class Reference:
 
         cases = hidden_cases()
         # a JSON round trip, so expected and observed data have exactly the same types
-        stand_ins = json.loads(json.dumps([harness.run_case(harness.FakeScheduler, c, catch=False) for c in cases]))
+        stand_ins = json.loads(json.dumps([observe.run_case(observe.FakeScheduler, c, catch=False) for c in cases]))
         expected, graded = {}, {}
         for name, method in TODO_METHODS.items():
-            cls_ = harness.graded_class(method, inspect.getattr_static(KVCacheSchedulerSim, method))
-            expected[name] = json.loads(json.dumps([harness.run_case(cls_, c, catch=False) for c in cases]))
+            cls_ = observe.graded_class(method, inspect.getattr_static(KVCacheSchedulerSim, method))
+            expected[name] = json.loads(json.dumps([observe.run_case(cls_, c, catch=False) for c in cases]))
             # A case where the stand-in shows the same as the reference (e.g. no eviction, for the stale
             # TODO) cannot tell an answer from doing nothing: it does not count for that TODO.
             graded[name] = [i for i, c in enumerate(cases)
@@ -142,7 +143,7 @@ def validate(raw: Optional[str], n: int, todo: str = "") -> Optional[dict]:
     out["out"] = data["out"] if isinstance(data.get("out"), int) and data["out"] >= 0 else 0
     out["head"] = data["head"][:HEAD_CAP] if isinstance(data.get("head"), str) else ""
     review = data.get("review") if isinstance(data.get("review"), list) else []
-    out["review"] = [bounded(r, 200) for r in review[: harness.MAX_REVIEW_NOTES] if isinstance(r, str)]
+    out["review"] = [bounded(r, 200) for r in review[: MAX_REVIEW_NOTES] if isinstance(r, str)]
     out["by_harness"] = data.get("todo") == todo and isinstance(data.get("elapsed"), (int, float))
     return out
 
@@ -158,7 +159,7 @@ def judge(todo: str, result: Optional[dict], ref: Reference) -> TodoGrade:
         return TodoGrade("error", total=n, lines=[_("Your code could not be loaded: {why}", why=result["load"])])
     if result.get("stub"):
         return TodoGrade("not attempted", total=n, lines=[_("The method is the skeleton's unchanged stub.")])
-    every = harness.observed(result, len(ref.cases))
+    every = observe.observed(result, len(ref.cases))
     records = [every[i] for i in picked]
     ok, observations, problems = [], [], {"timeout": 0, "died": 0, "big": 0, "not run": 0}
     first = None

@@ -8,6 +8,7 @@ use too), so the suite pays for kernels once. Attacks are in test_grading_attack
 """
 from __future__ import annotations
 
+import contextlib
 import csv
 import json
 import re
@@ -370,7 +371,8 @@ def release(tmp_path_factory):
 
     base = tmp_path_factory.mktemp("release")
     out = base / "bundle"
-    code = release_main([str(out), "--repo-url", BUNDLE_URL, "--notebooks", str(_course(base)), "--timeout", "60"])
+    with open(base / "release.log", "w", encoding="utf-8") as log, contextlib.redirect_stdout(log):
+        code = release_main([str(out), "--repo-url", BUNDLE_URL, "--notebooks", str(_course(base)), "--timeout", "60"])
     return out, code, base
 
 
@@ -399,6 +401,15 @@ def test_release_builds_a_bundle_that_verifies_itself(release):
     setup = "".join(zh["cells"][1]["source"])
     assert setup.startswith(f'REPO_URL = "{BUNDLE_URL}"\n') and "初始化" in setup and tagged_cells(zh, "todo") == {"score": [2]}
     assert 'include = ["kvsched_lab*"]' in (out / "pyproject.toml").read_text()
+    # Each check is named as it starts and as it ends; the long nbval run names each notebook.
+    log = (base / "release.log").read_text(encoding="utf-8").splitlines()
+    started = [line[len("checking: "):-len(" ...")] for line in log if line.startswith("checking: ")]
+    ended = [line[len("checked:  "):].rsplit(": ", 1)[0] for line in log if line.startswith("checked:  ")]
+    assert len(started) == 8 and started == ended and "nbval on both editions fails in check cells only" in started
+    notebooks = sorted(p.relative_to(out).as_posix() for p in out.glob("notebooks/**/*.ipynb"))
+    assert sorted(line.split()[1] for line in log if line.startswith("  nbval: ")) == notebooks
+    assert log.index("checking: nbval on both editions fails in check cells only ...") < \
+        min(k for k, line in enumerate(log) if line.startswith("  nbval: "))
     assert release_main([str(out), "--repo-url", BUNDLE_URL, "--notebooks", str(_course(base / "again"))]) == 2, \
         "no silent overwrite"
     assert release_main([str(base / "x"), "--repo-url", 'a" + b', "--notebooks", str(_course(base / "x2"))]) == 2

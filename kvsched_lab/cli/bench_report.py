@@ -64,9 +64,16 @@ def to_markdown(report: Dict[str, Any]) -> str:
     sw = report["sweep"]
     lines += ["", f"### 5. Sweep: {sw['policies']} policies x {len(sw['capacities'])} capacities on the conversation trace: "
               f"{sw['seconds']:.1f} s (target <= {sw['target_s']:g} s{'' if sw['ok'] else ', **MISS**'})"]
+    if report.get("tiers"):  # section 6 (cli/bench_tiers.py)
+        from kvsched_lab.cli.bench_tiers import tiers_markdown
+
+        lines += tiers_markdown(report["tiers"])
     if report.get("grading"):
         g = report["grading"]
-        lines += ["", "### Grading: " + ", ".join(f"{k} {v:g}" for k, v in g.items())]
+        lines += ["", f"### Grading: {g['submissions_per_second_per_core']:g} submissions per second per core "
+                      f"({g['submissions']:g} submissions on {g['jobs']:g} {'' if g.get('sandboxed') else 'un'}sandboxed workers in {g['seconds_batch']:g} s; "
+                      f"1,000 on one 16-core machine: about {g['minutes_for_1000_on_16_cores']:g} min)",
+                  "", ", ".join(f"{k} {v:g}" for k, v in g.items())]
     if report.get("notebooks"):
         nb = report["notebooks"]
         lines += ["", f"### Notebooks, top to bottom ({'TODOs filled' if nb['filled'] else 'stubs'}, fresh kernel each; "

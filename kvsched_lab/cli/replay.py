@@ -1,4 +1,5 @@
-"""`kvsched replay`: one trace through one policy, on block ids, real KV blocks or the concurrent engine."""
+"""`kvsched replay`: one trace through one policy, on block ids, real KV blocks or the concurrent engine;
+with ``--host-blocks`` / ``--disk-blocks``, through device, host and disk tiers (replay_tiers.py)."""
 from __future__ import annotations
 
 import argparse
@@ -27,6 +28,9 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     rp.add_argument("--tokens-per-block", type=int, default=16,
                     help="with --real-kv or --concurrent: tokens in one block")
     rp.add_argument("--device", default=None, help="with --real-kv: cpu, cuda, cuda:1 (default: GPU if any)")
+    from kvsched_lab.cli.replay_tiers import add_tier_arguments
+
+    add_tier_arguments(rp)  # --host-blocks, --disk-blocks, --write-policy ... (cli/replay_tiers.py)
     rp.set_defaults(func=run)
 
 
@@ -43,7 +47,11 @@ def load_requests(args: argparse.Namespace):
 
 def run(args: argparse.Namespace) -> int:
     requests = load_requests(args)
-    if args.concurrent:
+    from kvsched_lab.cli.replay_tiers import run_tier_replay, wants_tiers
+
+    if wants_tiers(args):  # host and disk tiers: cli/replay_tiers.py
+        out = run_tier_replay(args, requests)
+    elif args.concurrent:
         from kvsched_lab.kv import ConcurrentConfig, run_concurrent
         from kvsched_lab.kv.model import TinyDecoder
 

@@ -16,7 +16,8 @@
   machines; ``lab.report_setup(...)`` is the setup cell's last line.
 
 Which file holds what: checks (the five TODOs' public checks), aging.py (the optional aging TODO),
-practice.py (notebook 08's practice TODOs), hints.py (four hint tiers, `reveal`), answers.py and
+practice.py (the practice TODOs' checks: notebook 08's, and notebook 09's `tier_choice` from
+practice_tiers.py; practice_base.py holds what they share), hints.py (four hint tiers, `reveal`), answers.py and
 answers_io.py (the answers folder; Colab downloads and Drive), predict.py (predict, then run),
 setup_cell.py (every notebook's first cell), todos.py (finding, filling and loading TODO cells),
 widgets.py and plots.py (the notebooks' widgets and figures), leaderboard.py (policies ranked by

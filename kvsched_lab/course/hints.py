@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import Dict, Optional, Tuple
 
 from kvsched_lab.course.checks import NOTEBOOK_OF, TODO_NAMES
+from kvsched_lab.course.practice_tiers import TIER_CHOICE_HINTS
 from kvsched_lab.i18n import N_, _
 from kvsched_lab.sim.scheduler import ALL_TODO_METHODS
 
@@ -100,6 +101,14 @@ HINTS: Dict[str, Tuple[str, str, str, str]] = {
     ),
 }
 
+# Practice TODOs with hints (not graded; their checks are in kvsched_lab/course/practice*.py).
+PRACTICE_HINTS: Dict[str, Tuple[str, str, str, str]] = {"tier_choice": TIER_CHOICE_HINTS}
+PRACTICE_NOTEBOOK_OF = {"tier_choice": "09"}
+
+
+def _tiers(name: str) -> Tuple[str, str, str, str]:
+    return HINTS[name] if name in HINTS else PRACTICE_HINTS[name]
+
 
 class HintProgress:
     """The highest tier shown per TODO, kept in ``<answers folder>/hint_progress.json``.
@@ -118,7 +127,8 @@ class HintProgress:
             return {}
         if not isinstance(data, dict):
             return {}
-        return {k: v for k, v in data.items() if k in HINTS and isinstance(v, int) and 0 < v <= NUM_TIERS}
+        return {k: v for k, v in data.items()
+                if (k in HINTS or k in PRACTICE_HINTS) and isinstance(v, int) and 0 < v <= NUM_TIERS}
 
     def record(self, name: str, tier: int) -> None:
         """Remember that `tier` of `name` was shown (a lower tier never lowers the record)."""
@@ -141,7 +151,7 @@ class HintProgress:
 
 
 def _known(name: str) -> None:
-    if name not in HINTS:
+    if name not in HINTS and name not in PRACTICE_HINTS:
         optional = [n for n in ALL_TODO_METHODS if n not in TODO_NAMES]
         raise ValueError(_("unknown TODO {name!r}; the five are {todos} (optional: {optional})",
                            name=name, todos=", ".join(TODO_NAMES), optional=", ".join(optional)))
@@ -162,7 +172,7 @@ def hint(name: str, level: Optional[int] = None) -> None:
     else:
         shown = min(max(int(level), 1), NUM_TIERS)
     print(_("💡 {name}, hint {tier}/{tiers}: {text}", name=name, tier=shown, tiers=NUM_TIERS,
-            text=_(HINTS[name][shown - 1])))
+            text=_(_tiers(name)[shown - 1])))
     try:
         progress.record(name, shown)
     except OSError as e:
@@ -189,14 +199,14 @@ def hint_reset(name: Optional[str] = None) -> None:
 def reveal(name: str) -> None:
     """Print the reference for TODO `name`, when the instructor's `solutions` is installed."""
     _known(name)
-    from kvsched_lab.course.todos import reference_sources
+    from kvsched_lab.course.todos import practice_reference_sources, reference_sources
 
     try:
-        source = reference_sources(optional=True)[name]
+        source = practice_reference_sources()[name] if name in PRACTICE_HINTS else reference_sources(optional=True)[name]
     except ImportError:
         print(_("🔒 {name}: the reference solution is withheld in this release (no `solutions` package). "
                 "Use lab.hint({name!r}, level={tier}), or ask your instructor.", name=name, tier=NUM_TIERS))
         return
     print(_("🔓 {name}: the reference method (its TODO lives in notebook {notebook}):", name=name,
-            notebook=NOTEBOOK_OF[name]) + "\n")
+            notebook=PRACTICE_NOTEBOOK_OF.get(name) or NOTEBOOK_OF[name]) + "\n")
     print(source)

@@ -1,42 +1,39 @@
-"""`kvsched grade`: grade submissions into ``grades.csv`` and one feedback file per submission.
+"""Grading one submission, and the reports: a `Grade`, its feedback file, ``grades.csv``.
 
-A batch: find the learners (intake.py) and copy each one's regular files into a private folder;
-parse each copy (submissions.py); build, once, the sandbox's library (``kvsched_lab`` without the
-withheld files, with only the kernel side of this package) and the expected observations (the
-reference's method for each TODO among the stand-ins of fakes.py, on every hidden case, here in
-the grader's process). Per submission: a grading notebook of grader-owned cells that carry the
-learner's TODO code as data, and the cases' inputs, go into a bubblewrap sandbox (sandbox.py)
-where nbval runs them in a fresh kernel (nbrun.py, harness.py); the observations come back as
-one line of JSON, and are validated, compared with the expected ones and scored (verdict.py).
-After every sandbox has ended, ``grades.csv`` is written once, atomically, and its SHA-256 printed.
+A batch (batch.py) finds the learners (intake.py), copies each one's regular files into a
+private folder, parses each copy (submissions.py) and builds, once, the sandbox's library
+(``kvsched_lab`` without the withheld files, with only the kernel side of this package) and the
+expected observations (the reference's method for each TODO among the stand-ins of fakes.py, on
+every hidden case, here in the grader's process). Per submission (`grade_one`): a grading
+notebook of grader-owned cells that carry the learner's TODO code as data, and the cases'
+inputs, go into a bubblewrap sandbox (sandbox.py) where nbval runs them in a fresh kernel
+(nbrun.py, harness.py); the observations come back as one line of JSON, and are validated,
+compared with the expected ones and scored (verdict.py). The end of a run (feedback,
+``grades.csv`` written once, atomically, and the manifest) is manifest.py's `write_class`, which
+calls `write_reports` here.
 """
 from __future__ import annotations
 
-import argparse
 import csv
 import hashlib
 import io
 import json
 import os
-import queue
 import secrets
 import shutil
-import sys
 import tempfile
-import time
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Dict, List, Optional, Sequence
+from typing import Dict, List, Optional
 
 import kvsched_lab
 from kvsched_lab.grading import sandbox
-from kvsched_lab.grading.intake import Learner, copy_in, discover
 from kvsched_lab.grading.nbrun import RESULT_MARK
 from kvsched_lab.grading.release_build import WITHHELD_FILES
-from kvsched_lab.grading.submissions import Submission, TodoSource, load
+from kvsched_lab.grading.stamp import Stamp
+from kvsched_lab.grading.submissions import Submission, TodoSource
 from kvsched_lab.grading.verdict import POINTS, Reference, TodoGrade, bounded, fenced, judge, validate
-from kvsched_lab.i18n.language import LANGUAGES, normalize
+from kvsched_lab.i18n.language import normalize
 from kvsched_lab.i18n.messages import Deferred
 from kvsched_lab.i18n.messages import Deferred as _  # feedback lines: rendered in --lang's language when written
 from kvsched_lab.sim.scheduler import TODO_METHODS
@@ -187,8 +184,10 @@ def grade_one(sub: Submission, ref: Reference, workdir: Path, lib: Path, job: in
 
 # --------------------------------------------------------------------------- reports
 
-def feedback_text(g: Grade, lang: str = "en") -> str:
-    """The feedback file of `g`, in `lang` (``en``, ``zh``); statuses, names and numbers stay as in grades.csv."""
+def feedback_text(g: Grade, lang: str = "en", stamp: Optional[Stamp] = None) -> str:
+    """The feedback file of `g`, in `lang` (``en``, ``zh``); statuses, names and numbers stay as in grades.csv.
+
+    With `stamp`, its last line says which grader and which hidden cases graded it."""
     lang = normalize(lang)
 
     def say(text: str) -> str:
@@ -215,6 +214,8 @@ def feedback_text(g: Grade, lang: str = "en") -> str:
                       notes="; ".join(g.review))), ""]
     if not g.sandboxed:
         out += [say(_("Graded without the sandbox (`--no-sandbox`).")), ""]
+    if stamp is not None:
+        out += ["---", "", say(stamp.feedback_line()), ""]
     return "\n".join(out)
 
 
@@ -228,7 +229,7 @@ def _feedback_name(name: str, used: set) -> str:
     return stem + ".md"
 
 
-def _atomic_write(path: Path, data: bytes) -> None:
+def atomic_write(path: Path, data: bytes) -> None:
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
     try:
         with os.fdopen(fd, "wb") as f:
@@ -246,15 +247,16 @@ def _csv_cell(text: str) -> str:
     return "'" + text if text[:1] in ("=", "+", "-", "@", "\t", "\r") else text
 
 
-def write_reports(grades: List[Grade], out: Path, lang: str = "en") -> str:
-    """Feedback files (in `lang`), then ``grades.csv`` written once, atomically; returns the CSV's SHA-256.
+def write_reports(grades: List[Grade], out: Path, lang: str = "en", stamp: Optional[Stamp] = None) -> str:
+    """Feedback files (in `lang`, stamped with `stamp`), then ``grades.csv`` written once, atomically;
+    returns the CSV's SHA-256 (manifest.py's `write_class` adds the manifest).
 
     The language changes only the feedback files: grades.csv is the same bytes in every language."""
     out.mkdir(parents=True, exist_ok=True)
     (out / "feedback").mkdir(exist_ok=True)
     used: set = set()
     for g in grades:
-        _atomic_write(out / "feedback" / _feedback_name(g.submission, used), feedback_text(g, lang).encode("utf-8"))
+        atomic_write(out / "feedback" / _feedback_name(g.submission, used), feedback_text(g, lang, stamp).encode("utf-8"))
     buffer = io.StringIO()
     writer = csv.writer(buffer)
     writer.writerow(COLUMNS)
@@ -262,105 +264,5 @@ def write_reports(grades: List[Grade], out: Path, lang: str = "en") -> str:
         writer.writerow([_csv_cell(g.submission), *(g.todos[n].points for n in TODO_METHODS), g.total,
                          _csv_cell(g.status)])
     data = buffer.getvalue().encode("utf-8")
-    _atomic_write(out / "grades.csv", data)
+    atomic_write(out / "grades.csv", data)
     return hashlib.sha256(data).hexdigest()
-
-
-def _fingerprint_grader() -> str:
-    """Hash of the reference and the grader's code, to notice a submission that rewrote them."""
-    h = hashlib.sha256()
-    for path in sorted((REPO / "solutions").glob("*.py")) + sorted((PACKAGE / "grading").glob("*.py")):
-        h.update(path.read_bytes())
-    return h.hexdigest()
-
-
-def grade_submissions(paths: Sequence[str], out: Optional[Path] = None, timeout: float = 10.0, jobs: int = 1,
-                      memory_mb: int = 2048, keep_work: bool = False, ref: Optional[Reference] = None,
-                      sandboxed: Optional[bool] = None, lang: str = "en") -> List[Grade]:
-    """Grade every submission in `paths`; write reports to `out` when given. Never raises for a bad submission.
-
-    `lang` is the feedback files' language (``en``, ``zh``); grades and grades.csv do not depend on it.
-
-    `sandboxed` None means: sandboxed when bubblewrap works here, else unsandboxed.
-    """
-    if sandboxed is None:
-        sandboxed = sandbox.probe()[0]
-    ref = ref or Reference.build()
-    learners: List[Learner] = discover(list(paths))
-    base = Path(tempfile.mkdtemp(prefix="kvsched-grade-"))
-    try:
-        lib = build_library(base / "lib")
-        subs: List[Submission] = []
-        for k, learner in enumerate(learners):  # every copy is made before any learner code runs
-            path = copy_in(learner, base / f"{k:05d}" / "copy")
-            subs.append(Submission(learner.name, path, error=learner.error) if learner.error
-                        else load(learner.name, path, ref.stubs))
-        slots: "queue.Queue[int]" = queue.Queue()
-        for slot in range(max(1, jobs)):
-            slots.put(slot)
-
-        def one(k: int) -> Grade:
-            slot = slots.get()
-            try:
-                return grade_one(subs[k], ref, base / f"{k:05d}", lib, slot, timeout, memory_mb, sandboxed)
-            except Exception as e:  # a grader bug on one submission must not sink the batch
-                return Grade(subs[k].name, {n: TodoGrade("error") for n in TODO_METHODS},
-                             error=f"grader failure: {bounded(repr(e))}", sandboxed=sandboxed)
-            finally:
-                slots.put(slot)
-
-        with ThreadPoolExecutor(max_workers=max(1, jobs)) as pool:
-            grades = list(pool.map(one, range(len(subs))))
-    finally:
-        if keep_work and out is not None:
-            shutil.copytree(base, out / "work", dirs_exist_ok=True, symlinks=True)
-        shutil.rmtree(base, ignore_errors=True)
-    if out is not None:
-        digest = write_reports(grades, out, lang)
-        print(f"grades.csv sha256 {digest}")
-    return grades
-
-
-def grade_main(argv: Optional[List[str]] = None) -> int:
-    """``kvsched grade SUBMISSION... [--out DIR] [--timeout S] [--jobs N] [--no-sandbox] [--lang zh]``; 0 when graded."""
-    p = argparse.ArgumentParser(prog="kvsched grade", description=(
-        "Grade learner submissions against the hidden reference (instructors only). A SUBMISSION is a "
-        "class folder (each .ipynb/.py in it is one learner, each subfolder one learner), or one .ipynb "
-        "or .py file. Learner code runs in a bubblewrap sandbox. See docs/grading.md."))
-    p.add_argument("submissions", nargs="+", metavar="SUBMISSION")
-    p.add_argument("--out", default="grades", help="where grades.csv and feedback/ go (default: ./grades)")
-    p.add_argument("--timeout", type=float, default=10.0, help="seconds each TODO may run in all (default 10)")
-    p.add_argument("--jobs", type=int, default=1, help="submissions graded in parallel (default 1)")
-    p.add_argument("--memory-mb", type=int, default=2048, help="address-space limit per process (default 2048)")
-    p.add_argument("--keep-work", action="store_true", help="keep grading inputs and logs in OUT/work")
-    p.add_argument("--no-sandbox", action="store_true",
-                   help="run learner code without the sandbox (where bubblewrap cannot run; rows say 'unsandboxed')")
-    p.add_argument("--lang", default="en", choices=LANGUAGES,
-                   help="language of the feedback files (default en); grades.csv is the same in every language")
-    args = p.parse_args(argv)
-    try:
-        import solutions  # noqa: F401
-    except ImportError:
-        print("kvsched grade: the reference (solutions/) is not here; grading needs the instructor's copy",
-              file=sys.stderr)
-        return 2
-    if not args.no_sandbox:
-        works, why = sandbox.probe()
-        if not works:
-            print(f"kvsched grade: cannot sandbox learner code here: {why}.\nTo enable it: {sandbox.HOW_TO_ENABLE}.\n"
-                  "To grade without it (only submissions you trust): kvsched grade --no-sandbox ...", file=sys.stderr)
-            return 2
-    before = _fingerprint_grader()
-    started = time.monotonic()
-    grades = grade_submissions(args.submissions, Path(args.out), args.timeout, args.jobs, args.memory_mb,
-                               args.keep_work, sandboxed=not args.no_sandbox, lang=args.lang)
-    width = max([len(g.submission) for g in grades] + [10])
-    for g in grades:
-        print(f"{g.submission:<{width}}  {g.total:>3}  " + " ".join(f"{g.todos[n].points:>2}" for n in TODO_METHODS)
-              + f"  {g.status}")
-    print(f"graded {len(grades)} submission(s) in {time.monotonic() - started:.1f} s -> {Path(args.out) / 'grades.csv'}")
-    if _fingerprint_grader() != before:
-        print("kvsched grade: solutions/ or the grader changed during grading; a submission may have tampered "
-              "with them. Restore them and regrade.", file=sys.stderr)
-        return 3
-    return 0

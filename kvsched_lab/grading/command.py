@@ -1,0 +1,87 @@
+"""``kvsched grade``: the command line of a batch (batch.py) and of ``kvsched grade merge`` (merge.py)."""
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+from pathlib import Path
+from typing import List, Optional
+
+from kvsched_lab.grading import sandbox
+from kvsched_lab.grading.batch import grade_submissions
+from kvsched_lab.grading.merge import merge_main
+from kvsched_lab.grading.shards import parse_shard
+from kvsched_lab.grading.stamp import grader_fingerprint
+from kvsched_lab.i18n.language import LANGUAGES
+from kvsched_lab.sim.scheduler import TODO_METHODS
+
+
+def grade_parser() -> argparse.ArgumentParser:
+    """``kvsched grade``'s arguments (the Kubernetes manifest's test parses its command with it)."""
+    p = argparse.ArgumentParser(prog="kvsched grade", description=(
+        "Grade learner submissions against the hidden reference (instructors only). A SUBMISSION is a "
+        "class folder (each .ipynb/.py in it is one learner, each subfolder one learner), or one .ipynb "
+        "or .py file. Learner code runs in a bubblewrap sandbox. `kvsched grade merge OUT_0 ... --out OUT` "
+        "puts --shard outputs back together. See docs/grading.md."))
+    p.add_argument("submissions", nargs="+", metavar="SUBMISSION")
+    p.add_argument("--out", default="grades", help="where grades.csv, feedback/, manifest.json and the journal go "
+                                                   "(default: ./grades)")
+    p.add_argument("--timeout", type=float, default=10.0, help="seconds each TODO may run in all (default 10)")
+    p.add_argument("--jobs", type=int, default=1, help="submissions graded in parallel (default 1)")
+    p.add_argument("--memory-mb", type=int, default=2048, help="address-space limit per process (default 2048)")
+    p.add_argument("--keep-work", action="store_true", help="keep grading inputs and logs in OUT/work")
+    p.add_argument("--no-sandbox", action="store_true",
+                   help="run learner code without the sandbox (where bubblewrap cannot run; rows say 'unsandboxed')")
+    p.add_argument("--lang", default="en", choices=LANGUAGES,
+                   help="language of the feedback files (default en); grades.csv is the same in every language")
+    p.add_argument("--shard", default=None, metavar="K/N",
+                   help="grade only shard K of N (0 <= K < N; e.g. $SLURM_ARRAY_TASK_ID/$SLURM_ARRAY_TASK_COUNT)")
+    p.add_argument("--resume", action="store_true",
+                   help="keep what OUT's journal already holds (an interrupted run) and grade only the rest")
+    return p
+
+
+def grade_main(argv: Optional[List[str]] = None) -> int:
+    """``kvsched grade SUBMISSION... [--out DIR] [--shard K/N] [--resume] ...`` or ``kvsched grade merge ...``.
+
+    0 when graded (whatever the grades), 2 for a usage problem or no sandbox, 3 when the grader changed."""
+    argv = sys.argv[1:] if argv is None else list(argv)
+    if argv[:1] == ["merge"]:  # a class folder named merge is given as ./merge
+        return merge_main(argv[1:])
+    p = grade_parser()
+    args = p.parse_args(argv)
+    try:
+        shard = parse_shard(args.shard) if args.shard is not None else None
+    except ValueError as e:
+        p.error(str(e))
+    try:
+        import solutions  # noqa: F401
+    except ImportError:
+        print("kvsched grade: the reference (solutions/) is not here; grading needs the instructor's copy",
+              file=sys.stderr)
+        return 2
+    if not args.no_sandbox:
+        works, why = sandbox.probe()
+        if not works:
+            print(f"kvsched grade: cannot sandbox learner code here: {why}.\nTo enable it: {sandbox.HOW_TO_ENABLE}.\n"
+                  "To grade without it (only submissions you trust): kvsched grade --no-sandbox ...", file=sys.stderr)
+            return 2
+    before = grader_fingerprint()
+    started = time.monotonic()
+    try:
+        grades = grade_submissions(args.submissions, Path(args.out), args.timeout, args.jobs, args.memory_mb,
+                                   args.keep_work, sandboxed=not args.no_sandbox, lang=args.lang, shard=shard,
+                                   resume=args.resume, progress=sys.stderr)
+    except ValueError as e:  # a journal that cannot be resumed: refused before any grading
+        print(f"kvsched grade: {e}", file=sys.stderr)
+        return 2
+    width = max([len(g.submission) for g in grades] + [10])
+    for g in grades:
+        print(f"{g.submission:<{width}}  {g.total:>3}  " + " ".join(f"{g.todos[n].points:>2}" for n in TODO_METHODS)
+              + f"  {g.status}")
+    print(f"graded {len(grades)} submission(s) in {time.monotonic() - started:.1f} s -> {Path(args.out) / 'grades.csv'}")
+    if grader_fingerprint() != before:
+        print("kvsched grade: solutions/ or the grader changed during grading; a submission may have tampered "
+              "with them. Restore them and regrade.", file=sys.stderr)
+        return 3
+    return 0

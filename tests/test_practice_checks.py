@@ -115,7 +115,7 @@ LEAF_WRONG = {
     "newest leaf": (newest_leaf, "longest ago"),
     "never None": (never_none, "return None"),
     "raises": (raises_when_empty, "raised ValueError"),
-    "a list": (returns_a_list, "not a cached block"),
+    "a list": (returns_a_list, "not a node of the tree"),
 }
 
 

@@ -17,12 +17,19 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     rp.add_argument("--quiet", action="store_true", help="no progress bar")
     rp.add_argument("--seed", type=int, default=0, help="seed of the generated 'synthetic' trace")
     rp.add_argument("--max-requests", type=int, default=None, help="replay only the first N requests")
+    rp.add_argument("--metric", choices=["blocks", "vllm-tokens"], default="blocks",
+                    help="what prefix_hit_rate counts: 'blocks', leading cached blocks over block references "
+                         "(the course's protocol), or 'vllm-tokens', vLLM's own rate: cached prompt tokens over "
+                         "prompt tokens, full blocks only, at most input_length - 1 tokens a request")
     rp.add_argument("--real-kv", action="store_true",
                     help="run the replay through the engine: real KV blocks and the tiny model")
     rp.add_argument("--concurrent", action="store_true",
                     help="serve the requests concurrently on real KV blocks (prefill, decode, preemption); "
                          "--capacity-blocks is then the whole pool")
     rp.add_argument("--max-running", type=int, default=8, help="with --concurrent: requests decoding at once")
+    rp.add_argument("--max-num-batched-tokens", type=int, default=None,
+                    help="with --concurrent: tokens computed per step, all requests together (vLLM's chunked "
+                         "prefill budget); default: no limit")
     rp.add_argument("--max-output-tokens", type=int, default=32,
                     help="with --concurrent: cap on each request's output_length from the trace")
     rp.add_argument("--tokens-per-block", type=int, default=16,
@@ -46,6 +53,8 @@ def load_requests(args: argparse.Namespace):
 
 
 def run(args: argparse.Namespace) -> int:
+    if args.metric != "blocks" and (args.concurrent or args.real_kv):
+        raise ValueError("--metric applies to the plain replay; --concurrent and --real-kv report their own counts")
     requests = load_requests(args)
     from kvsched_lab.cli.replay_tiers import run_tier_replay, wants_tiers
 
@@ -58,7 +67,8 @@ def run(args: argparse.Namespace) -> int:
         if args.policy != "vllm":
             raise ValueError("--concurrent runs vLLM's block pool (free-block queue, tail first): use --policy vllm")
         config = ConcurrentConfig(num_blocks=args.capacity_blocks, tokens_per_block=args.tokens_per_block,
-                                  max_running=args.max_running, max_output_tokens=args.max_output_tokens)
+                                  max_running=args.max_running, max_output_tokens=args.max_output_tokens,
+                                  max_num_batched_tokens=args.max_num_batched_tokens)
         report = run_concurrent(requests, config, model=TinyDecoder(device=args.device))
         out = {"policy": args.policy, "trace": args.trace, **report.summary()}
     elif args.real_kv:
@@ -69,10 +79,12 @@ def run(args: argparse.Namespace) -> int:
                              progress=not args.quiet)
         out = {"policy": args.policy, "trace": args.trace, **out}
     else:
-        from kvsched_lab.sim.replay import replay
+        from kvsched_lab.sim.replay import metric_meaning, replay
 
-        result = replay(requests, args.policy, args.capacity_blocks, progress=not args.quiet)
+        result = replay(requests, args.policy, args.capacity_blocks, progress=not args.quiet, metric=args.metric)
         out = {"trace": args.trace, **result.to_dict()}
+        if not args.json:
+            out["metric"] = f"{args.metric}: {metric_meaning(args.metric)}"
     if args.json:
         print(json.dumps(out))
     else:

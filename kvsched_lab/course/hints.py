@@ -33,9 +33,9 @@ HINTS: Dict[str, Tuple[str, str, str, str]] = {
            "mixes three reasons into it: reuse (LFU), recency (LRU) and the room the entry takes."),
         N_("The three ingredients are already computed in the cell: reuse_bonus, recency and "
            "size_penalty. Step 3 of notebook 02 gives each one's weight and whether it adds or subtracts."),
-        N_("The check reports: “each extra hit must add exactly 1.0 to the score”; “the recency term "
-           "has the wrong weight”; “the size penalty has the wrong weight”; “a bigger entry must score "
-           "lower (size is a penalty)”. Each names the term to fix."),
+        N_("The check reports: “the reuse term weighs too little”; “the recency term weighs too much”; "
+           "“the size penalty weighs too much”; “a bigger entry must score lower (size is a penalty)”. "
+           "Each names the term to fix and which way it is off."),
         N_("One arithmetic expression assigned to `score`: the reuse bonus at full weight, plus one half "
            "of the recency, minus one quarter of the size penalty. Test it: hits=1, size=0, just touched "
            "gives 1.5."),
@@ -47,9 +47,9 @@ HINTS: Dict[str, Tuple[str, str, str, str]] = {
         N_("A record is a tuple compared field by field. Look at the entry just re-scored: its "
            "`priority` decides first, its `last_used` breaks ties (older leaves first), and the key "
            "`prefix` tells the evictor which entry the record is about."),
-        N_("The check reports: “the record's priority is negated”; “the record's fields are in the "
-           "wrong order”; “the record's last field must be the entry's key, not the CacheEntry object”; "
-           "“the newest heap record must carry the entry's new priority”."),
+        N_("The check reports: “the record's priority is negated”; “your records compare by last use "
+           "before priority”; “your record holds the CacheEntry object itself”; “the newest heap record "
+           "must carry the entry's new priority”."),
         N_("Build `queue_item` as a 3-tuple from three values already in scope: the entry's current "
            "priority (as it is), the entry's last_used, and prefix. The given `heapq.heappush` line adds it."),
     ),
@@ -94,7 +94,7 @@ HINTS: Dict[str, Tuple[str, str, str, str]] = {
         N_("Two values are in scope: `self.inflation` (L, which the scheduler raises to each victim's "
            "priority) and `chapter_score` (notebook 02's score for this entry). Your priority combines them."),
         N_("The check reports: “the score ignores self.inflation (L)”; “a higher inflation value must raise "
-           "the score, not lower it”; “L is added as it is, not scaled”; “a bigger entry must still score "
+           "the score, not lower it”; “your score scales self.inflation up”; “a bigger entry must still score "
            "lower (keep the chapter's size penalty)”."),
         N_("One addition assigned to `score`: the inflation value plus the chapter's score, each "
            "as it is."),

@@ -3,7 +3,8 @@
 - ``free_order``: ``free_queue_after(free_queue, request_blocks)``, vLLM's free-block queue after
   a request ends: its blocks join the back, tail block first.
 - ``leaf_victim``: ``radix_victim(parent, last_access, locked)``, SGLang's radix-tree victim: the
-  unlocked leaf with the oldest access time, or None when there is none.
+  unlocked leaf node with the oldest access time, or None when there is none. A node stands for a
+  run of blocks; SGLang frees all of them, but the choice of node is all the exercise asks.
 - ``tier_choice`` (notebook 09, its cases in practice_tiers.py): ``place_evicted(block)``, where a
   block evicted from the GPU goes: ``"host"``, ``"disk"`` or ``"drop"``.
 
@@ -59,7 +60,7 @@ def _check_free_order(fn: Callable) -> int:
 
 
 # --------------------------------------------------------------------------- leaf_victim
-# (parent of each cached block, last access time, locked blocks, the blocks that may be named)
+# (parent of each node, last access time, locked nodes, the node to name)
 _LEAF_CASES: List[Tuple[Dict[Hashable, Optional[Hashable]], Dict[Hashable, int], Set[Hashable], str]] = [
     # one chain a -> b -> c: only its tail is a leaf, although its head is older
     ({"a": None, "b": "a", "c": "b"}, {"a": 1, "b": 2, "c": 3}, set(), "c"),
@@ -86,11 +87,11 @@ def _check_leaf_victim(fn: Callable) -> int:
         if got is None:
             raise _Wrong(_("returned None although an unlocked leaf exists"))
         if not isinstance(got, Hashable) or got not in parent:
-            raise _Wrong(_("returned {got!r}, which is not a cached block", got=got))
+            raise _Wrong(_("returned {got!r}, which is not a node of the tree", got=got))
         if got in locked:
-            raise _Wrong(_("named a locked block: a running request is reading it"))
+            raise _Wrong(_("named a locked node: a running request is reading its blocks"))
         if got in parent.values():
-            raise _Wrong(_("named a block that still has a child: evicting it would cut the child's prefix"))
+            raise _Wrong(_("named a node that still has a child: evicting it would cut the child's prefix"))
         if got != want:
             raise _Wrong(_("named an unlocked leaf, but not the one accessed longest ago"))
     return len(_LEAF_CASES)

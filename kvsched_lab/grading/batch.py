@@ -14,15 +14,17 @@ from __future__ import annotations
 import queue
 import shutil
 import tempfile
+import time
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Dict, List, Optional, Sequence, TextIO
 
 from kvsched_lab.grading import sandbox
 from kvsched_lab.grading.grade import Grade, build_library, grade_one
-from kvsched_lab.grading.intake import copy_in, discover
+from kvsched_lab.grading.intake import Learner, copy_in, discover
 from kvsched_lab.grading.journal import Header, Journal, files_digest, open_journal
 from kvsched_lab.grading.manifest import Manifest, write_class
+from kvsched_lab.grading.overrides import Override
 from kvsched_lab.grading.progress import BatchProgress
 from kvsched_lab.grading.shards import Shard, shard_members
 from kvsched_lab.grading.stamp import current_stamp
@@ -34,21 +36,24 @@ from kvsched_lab.sim.scheduler import TODO_METHODS
 def grade_submissions(paths: Sequence[str], out: Optional[Path] = None, timeout: float = 10.0, jobs: int = 1,
                       memory_mb: int = 2048, keep_work: bool = False, ref: Optional[Reference] = None,
                       sandboxed: Optional[bool] = None, lang: str = "en", shard: Optional[Shard] = None,
-                      resume: bool = False, progress: Optional[TextIO] = None) -> List[Grade]:
+                      resume: bool = False, progress: Optional[TextIO] = None, overrides: Sequence[Override] = (),
+                      learners: Optional[List[Learner]] = None) -> List[Grade]:
     """Grade the learners in `paths` (those of `shard` only, when given); write `out` when given.
 
     Never raises for a bad submission. `lang` is the feedback files' language (``en``, ``zh``);
     grades and grades.csv do not depend on it. `sandboxed` None means: sandboxed when bubblewrap
     works here. With `resume`, the journal in `out` supplies every learner it holds whose files
     are unchanged (ValueError, before any work, when it was written with another grader, other
-    options or another shard). `progress`: where to show it (None: nowhere).
+    options or another shard). `progress`: where to show it (None: nowhere). `overrides`
+    (overrides.py): applied to the rows written. `learners`: given instead of found in `paths`
+    (``--learner``: one learner, `out` None).
     """
     if sandboxed is None:
         sandboxed = sandbox.probe()[0]
     ref = ref or Reference.build()
     stamp = current_stamp(ref.cases)
     options = {"timeout": timeout, "memory_mb": memory_mb, "sandboxed": sandboxed}
-    learners = discover(list(paths))
+    learners = discover(list(paths)) if learners is None else learners
     members = shard_members([x.name for x in learners], shard)
     mine = [x for x in learners if x.name in members]
     journal = open_journal(out, Header(stamp, options, shard), resume) if out is not None else Journal(Path())
@@ -75,6 +80,7 @@ def grade_submissions(paths: Sequence[str], out: Optional[Path] = None, timeout:
 
         def one(k: int) -> None:
             slot = slots.get()
+            started = time.monotonic()
             try:
                 g = grade_one(subs[k], ref, base / f"{k:05d}", lib, slot, timeout, memory_mb, sandboxed)
             except Exception as e:  # a grader bug on one submission must not sink the batch
@@ -82,6 +88,7 @@ def grade_submissions(paths: Sequence[str], out: Optional[Path] = None, timeout:
                           error=f"grader failure: {bounded(repr(e))}", sandboxed=sandboxed)
             finally:
                 slots.put(slot)
+            g.elapsed_s = time.monotonic() - started
             if out is not None:
                 journal.record(subs[k].name, digests[k], g)
             grades[k] = g
@@ -98,6 +105,7 @@ def grade_submissions(paths: Sequence[str], out: Optional[Path] = None, timeout:
         shutil.rmtree(base, ignore_errors=True)
     rows = [grades[k] for k in range(len(subs))]
     if out is not None:
-        digest = write_class(rows, out, Manifest(stamp, options, lang, shard, [x.name for x in learners], []))
+        digest = write_class(rows, out, Manifest(stamp, options, lang, shard, [x.name for x in learners], []),
+                             overrides)
         print(f"grades.csv sha256 {digest}")
     return rows

@@ -21,14 +21,15 @@ import json
 import os
 import secrets
 import shutil
-import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Dict, List, Optional
+from typing import Dict, List, Optional, Sequence
 
 import kvsched_lab
-from kvsched_lab.grading import sandbox
+from kvsched_lab.grading import class_files, feedback_html, sandbox
+from kvsched_lab.grading.class_files import atomic_write, cell, feedback_name
 from kvsched_lab.grading.nbrun import RESULT_MARK
+from kvsched_lab.grading.overrides import EXTRA_COLUMNS, Override, apply_overrides, feedback_section
 from kvsched_lab.grading.release_build import WITHHELD_FILES
 from kvsched_lab.grading.stamp import Stamp
 from kvsched_lab.grading.submissions import Submission, TodoSource
@@ -38,7 +39,7 @@ from kvsched_lab.i18n.messages import Deferred
 from kvsched_lab.i18n.messages import Deferred as _  # feedback lines: rendered in --lang's language when written
 from kvsched_lab.sim.scheduler import TODO_METHODS
 
-COLUMNS = ["submission", *TODO_METHODS, "total", "status"]
+COLUMNS = ["submission", *TODO_METHODS, "total", "status", *EXTRA_COLUMNS]
 PACKAGE = Path(kvsched_lab.__file__).resolve().parent
 REPO = PACKAGE.parent
 NORMAL = ("passed", "failed", "not attempted")
@@ -53,6 +54,8 @@ class Grade:
     error: str = ""
     review: List[str] = field(default_factory=list)
     sandboxed: bool = True
+    sources: Dict[str, str] = field(default_factory=dict)  # TODO -> the code graded (for the similarity report)
+    elapsed_s: float = 0.0  # wall-clock seconds its grading took (the class report's timing figure)
 
     @property
     def total(self) -> int:
@@ -179,15 +182,18 @@ def grade_one(sub: Submission, ref: Reference, workdir: Path, lib: Path, job: in
                     review.append(f"the {name} results were not written by the grading harness (rewritten?)")
             g.origin = t.origin
             grades[name] = g
-    return Grade(sub.name, {name: grades[name] for name in TODO_METHODS}, review=review, sandboxed=sandboxed)
+    return Grade(sub.name, {name: grades[name] for name in TODO_METHODS}, review=review, sandboxed=sandboxed,
+                 sources={name: t.source for name, t in sub.todos.items() if t.status == "run"})
 
 
 # --------------------------------------------------------------------------- reports
 
-def feedback_text(g: Grade, lang: str = "en", stamp: Optional[Stamp] = None) -> str:
+def feedback_text(g: Grade, lang: str = "en", stamp: Optional[Stamp] = None,
+                  corrections: Sequence[Override] = ()) -> str:
     """The feedback file of `g`, in `lang` (``en``, ``zh``); statuses, names and numbers stay as in grades.csv.
 
-    With `stamp`, its last line says which grader and which hidden cases graded it."""
+    With `stamp`, its last line says which grader and which hidden cases graded it. `corrections`:
+    the instructor's overrides for `g`, shown (with their reasons) below the total."""
     lang = normalize(lang)
 
     def say(text: str) -> str:
@@ -195,6 +201,8 @@ def feedback_text(g: Grade, lang: str = "en", stamp: Optional[Stamp] = None) -> 
 
     out = [say(_("# Feedback: {submission}", submission=bounded(g.submission, 200))), "",
            say(_("Total: {total} / {points}", total=g.total, points=POINTS * len(TODO_METHODS))), ""]
+    out += [line for text in feedback_section(corrections, {n: t.points for n, t in g.todos.items()})
+            for line in (say(text), "")]
     if g.error:
         out += [say(_("This submission could not be graded: {error}.", error=bounded(g.error))), ""]
     else:
@@ -219,50 +227,29 @@ def feedback_text(g: Grade, lang: str = "en", stamp: Optional[Stamp] = None) -> 
     return "\n".join(out)
 
 
-def _feedback_name(name: str, used: set) -> str:
-    base = "".join(ch if ch.isalnum() or ch in "-_." else "_" for ch in name.strip("./"))[:150] or "submission"
-    stem, k = base, 1
-    while stem in used:
-        k += 1
-        stem = f"{base}-{k}"
-    used.add(stem)
-    return stem + ".md"
-
-
-def atomic_write(path: Path, data: bytes) -> None:
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
-    try:
-        with os.fdopen(fd, "wb") as f:
-            f.write(data)
-            f.flush()
-            os.fsync(f.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        os.unlink(tmp)
-        raise
-
-
-def _csv_cell(text: str) -> str:
-    """A status a spreadsheet shows as text, never runs as a formula."""
-    return "'" + text if text[:1] in ("=", "+", "-", "@", "\t", "\r") else text
-
-
-def write_reports(grades: List[Grade], out: Path, lang: str = "en", stamp: Optional[Stamp] = None) -> str:
-    """Feedback files (in `lang`, stamped with `stamp`), then ``grades.csv`` written once, atomically;
-    returns the CSV's SHA-256 (manifest.py's `write_class` adds the manifest).
+def write_reports(grades: List[Grade], out: Path, lang: str = "en", stamp: Optional[Stamp] = None,
+                  overrides: Sequence[Override] = ()) -> str:
+    """Feedback files (in `lang`, stamped with `stamp`; Markdown and HTML), ``details.json``, then
+    ``grades.csv`` written once, atomically; returns the CSV's SHA-256 (manifest.py's `write_class`
+    adds the manifest). `overrides` are applied to the rows (overrides.py) and shown in the feedback.
 
     The language changes only the feedback files: grades.csv is the same bytes in every language."""
     out.mkdir(parents=True, exist_ok=True)
     (out / "feedback").mkdir(exist_ok=True)
-    used: set = set()
+    rows = [[cell(g.submission), *(g.todos[n].points for n in TODO_METHODS), g.total, cell(g.status)] for g in grades]
+    table = apply_overrides([dict(zip(COLUMNS, r)) for r in rows], overrides)  # raises before anything is written
+    by_row, used = class_files.resolved(overrides, rows), set()
     for g in grades:
-        atomic_write(out / "feedback" / _feedback_name(g.submission, used), feedback_text(g, lang, stamp).encode("utf-8"))
+        name = feedback_name(g.submission, used)[:-3]
+        text = feedback_text(g, lang, stamp, by_row.get(cell(g.submission), []))
+        atomic_write(out / "feedback" / f"{name}.md", text.encode("utf-8"))
+        atomic_write(out / "feedback" / f"{name}.html", feedback_html.render(text, lang).encode("utf-8"))
+    class_files.write_details(out, grades)
+    class_files.write_overrides(out, overrides)
     buffer = io.StringIO()
     writer = csv.writer(buffer)
     writer.writerow(COLUMNS)
-    for g in grades:
-        writer.writerow([_csv_cell(g.submission), *(g.todos[n].points for n in TODO_METHODS), g.total,
-                         _csv_cell(g.status)])
+    writer.writerows([row[c] if c != "overrides" else cell(row[c]) for c in COLUMNS] for row in table)
     data = buffer.getvalue().encode("utf-8")
     atomic_write(out / "grades.csv", data)
     return hashlib.sha256(data).hexdigest()

@@ -42,6 +42,7 @@ class TodoGrade:
     total: int = 0
     origin: str = ""
     lines: List[str] = field(default_factory=list)  # feedback (`Deferred`: English until rendered in --lang)
+    failing: List[str] = field(default_factory=list)  # the case families not fully passed (the class report)
 
 
 @dataclass
@@ -183,7 +184,8 @@ def judge(todo: str, result: Optional[dict], ref: Reference) -> TodoGrade:
     errors = [bounded(e) for e in errors_in([o for o in observations if o is not None])]
     failing = n - passed
     by_family = families(cases, ok)
-    g = TodoGrade("failed", points=family_points(by_family), passed=passed, total=n)
+    g = TodoGrade("failed", points=family_points(by_family), passed=passed, total=n,
+                  failing=[f for f, (p, m) in by_family.items() if p < m])
     if errors and len(errors) == failing and all(e.startswith("NotImplementedError") for e in errors) and not passed:
         return TodoGrade("not attempted", total=n, lines=[_("Every case raised {error}", error=errors[0])])
     if problems["timeout"]:

@@ -9,7 +9,7 @@ import pytest
 from kvsched_lab.cli.bench import bench_main, run_bench
 from kvsched_lab.cli.bench_policies import gap_closed
 from kvsched_lab.cli.bench_report import to_markdown
-from kvsched_lab.sim.policies import POLICIES
+from kvsched_lab.sim.policies import POLICIES, make_policy
 
 
 @lru_cache(maxsize=1)
@@ -156,7 +156,6 @@ def test_a_stuck_or_broken_notebook_is_reported_and_the_others_still_run(tmp_pat
     assert "| c_fine.ipynb |" in text and "ZeroDivisionError" in text and "**MISS**" in text
 
 
-
 def test_tier_section_puts_copy_and_recompute_side_by_side_with_the_break_even():
     t = quick_report()["tiers"]
     assert positive(t["recompute_s"]) and t["round_trip_exact"]
@@ -169,3 +168,47 @@ def test_tier_section_puts_copy_and_recompute_side_by_side_with_the_break_even()
     assert rows["Llama-3-8B"]["recompute_over_move"]["10 GbE"] < 1 < rows["Llama-3-8B"]["recompute_over_move"]["PCIe 4.0 x16"]
     text = to_markdown(quick_report())
     assert "### 6. KV tiers" in text and "break-even GB/s" in text
+
+
+# -- the libCacheSim column (kvsched_lab/cli/bench_libcachesim.py) ---------------------------------
+def test_the_speed_table_gains_a_libcachesim_column_where_the_extra_is_installed():
+    """Same trace and capacity, timed in the same run: libCacheSim's hits equal ours where its
+    cache decides as ours does (fifo, lru, lfu, arc), and each ratio is its seconds over ours."""
+    from kvsched_lab.cli.bench_libcachesim import CACHES, libcachesim
+
+    if libcachesim() is None:
+        pytest.skip("libcachesim not installed (the crosscheck extra)")
+    speed = quick_report()["speed"]
+    lcs = speed["libcachesim"]
+    assert set(lcs["caches"]) == set(CACHES.values()) and lcs["version"] == "0.3.5"
+    for name, cache in CACHES.items():
+        row, theirs = speed["policies"][name], lcs["caches"][cache]
+        assert row["vs_libcachesim"] == pytest.approx(theirs["seconds"] / row["seconds"])
+        assert positive(theirs["touches_per_s"])
+    requests = load_traces_head()
+    for name in ("fifo", "lru", "lfu", "arc"):
+        ours = make_policy(name, speed["capacity_blocks"])
+        ours.replay_requests([r.hash_ids for r in requests], 1)
+        assert lcs["caches"][CACHES[name]]["block_hits"] == ours.hits, name
+    text = to_markdown(quick_report())
+    assert "| x libCacheSim |" in text and "x libCacheSim: its C loop (libcachesim 0.3.5" in text
+    assert f"| {speed['policies']['lru']['vs_libcachesim']:.2f}x |" in text
+
+
+def test_without_libcachesim_the_table_says_how_to_get_the_column(monkeypatch):
+    import kvsched_lab.cli.bench_libcachesim as lcs_module
+    from kvsched_lab.cli.bench_policies import bench_speed
+
+    monkeypatch.setattr(lcs_module, "libcachesim", lambda: None)
+    speed, _ = bench_speed(load_traces_head()[:50], 100, 1)
+    assert "libcachesim" not in speed and all("vs_libcachesim" not in r for r in speed["policies"].values())
+    report = {**quick_report(), "speed": speed}
+    text = to_markdown(report)
+    assert "x libCacheSim |" not in text and "pip install -e .[crosscheck]" in text
+
+
+def load_traces_head():
+    from kvsched_lab.cli.bench import BenchSettings, load_traces
+
+    s = BenchSettings.quick()
+    return load_traces(s.table_requests)["conversation"][0][:s.speed_requests]

@@ -442,6 +442,7 @@ def test_release_makefile_has_check_and_no_tests_target(release):
     out, _, _ = release
     makefile = (out / "Makefile").read_text()
     assert "pytest tests" not in makefile and "\ncheck: setup\n\t$(BIN)/python -m kvsched_lab.cli.selfcheck notebooks" in makefile
+    assert "crosscheck" not in makefile and "libcachesim" not in makefile  # a test tool, gone with the tests
     assert "\nlab: setup\n" in makefile, "make lab is kept as it is"
     assert "make check" in (out / "README.md").read_text()
     if shutil.which("make"):

@@ -1,5 +1,6 @@
 """The setup files agree with each other, and the CLI's doctor runs."""
 import re
+import subprocess
 import sys
 from pathlib import Path
 
@@ -20,10 +21,15 @@ def _name_spec(req: str):
     return m.group(1).lower(), m.group(2).replace(" ", "")
 
 
+# Extras the conda environment leaves out: libCacheSim (GPL-3.0) is for the tests, not for learners.
+NOT_IN_CONDA = {"crosscheck"}
+
+
 def test_environment_yml_matches_pyproject():
     project = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
+    extras = {name: reqs for name, reqs in project["optional-dependencies"].items() if name not in NOT_IN_CONDA}
     wanted = {}
-    for req in project["dependencies"] + [r for extra in project["optional-dependencies"].values() for r in extra]:
+    for req in project["dependencies"] + [r for extra in extras.values() for r in extra]:
         name, spec = _name_spec(req)
         wanted[name] = spec
     conda = {}
@@ -52,6 +58,18 @@ def test_ci_runs_the_whole_suite_and_fails_when_it_fails():
     dry = subprocess.run(["make", "-n", "test"], cwd=ROOT, capture_output=True, text=True, check=True).stdout
     pytest_lines = [line for line in dry.splitlines() if "-m pytest" in line]
     assert len(pytest_lines) == 1 and pytest_lines[0].split("-m pytest", 1)[1].split() == ["tests"]
+
+
+def test_the_crosscheck_extra_pins_the_libcachesim_the_tests_compare_with():
+    """One version everywhere: the extra's pin is the one the crosscheck test and `make test` check."""
+    from kvsched_lab.cli.bench_libcachesim import LIBCACHESIM_VERSION
+
+    extra = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["optional-dependencies"]["crosscheck"]
+    assert extra == [f"libcachesim=={LIBCACHESIM_VERSION}"]
+    assert "libcachesim" not in str(tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["dependencies"])
+    dry = subprocess.run(["make", "-n", "test"], cwd=ROOT, capture_output=True, text=True, check=True).stdout
+    assert '-e ".[crosscheck]"' in dry  # make test installs it where it can
+    assert "export KVSCHED_REQUIRE_CROSSCHECK=1" in (ROOT / ".ci" / "run").read_text()  # and CI must run it
 
 
 def test_doctor_reports_every_component(capsys):

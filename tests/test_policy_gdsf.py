@@ -248,3 +248,42 @@ def test_fast_replay_keeps_the_touch_loops_records_on_random_requests():
             [(k, 1, d) for ids in requests for d, k in enumerate(ids, 1)], cap, 0.05)[0]
         assert fast.num_records == slow.num_records
         assert sorted(fast.heap) == sorted(slow.heap)
+
+
+def test_a_rebuild_made_by_an_h_lowering_hit_keeps_that_blocks_new_h():
+    """The hit that triggers a rebuild must be in the rebuilt heap with the H it just got (it
+    was rebuilt with its old H, then given the new one, so it was evicted too late). At D = 0.05
+    b (depth 10, H 191) and k (depth 40, H 791) enter, then p is pumped (depth 1 and 2 in turn,
+    each depth-1 touch lowering its H: one record more) to 70 records; k's hit at depth 1 lowers
+    its H to 22 and its push makes 71: the rebuild. n (depth 30) then fills the cache and x
+    forces an eviction: k, the lowest H, must go, not b. (The fast replay runs the same code in
+    the same order; tests/test_policies.py holds it to the touch loop.)"""
+    touches = [("b", 1, 10), ("k", 1, 40), ("p", 1, 2)] + [("p", 1, 1), ("p", 1, 2)] * 67
+    touches += [("k", 1, 1), ("n", 1, 30), ("x", 1, 30)]
+    expected, _ = model(touches, 4, 0.05)
+    assert expected[-2:] == ["evict:k", "add:x"]
+    policy = GDSFPolicy(4, cost_scale=0.05)
+    counts = []
+    for key, size, depth in touches:
+        policy.touch(key, size, depth=depth)
+        counts.append(policy.num_records)
+    assert counts[-4] == 2 * 3 + SLACK and counts[-3] == 3  # k's hit rebuilt the heap
+    assert list(policy.log) == expected
+
+
+def test_a_replay_stopped_by_a_bad_id_leaves_the_records_naming_the_right_keys():
+    """The fast replay notes a request's keys before touching them (records find their key by
+    touch time); a request that stops at an unhashable id must not leave keys noted for touches
+    never made, or every later record names the wrong block. Later evictions follow the loop."""
+    rng = random.Random(4)
+    before = [[rng.randrange(12) for _ in range(rng.randint(1, 4))] for _ in range(30)]
+    after = [[rng.randrange(12) for _ in range(rng.randint(1, 4))] for _ in range(60)]
+    fast, slow = GDSFPolicy(5, cost_scale=0.5), GDSFPolicy(5, cost_scale=0.5)
+    for policy in (fast, slow):
+        replay = policy.replay_requests if policy is fast else (lambda lists, b: replay_by_touch(slow, lists, b))
+        with pytest.raises(TypeError):
+            replay(before + [[1, 2, ["unhashable"], 3]], 1)
+        assert policy.time == sum(map(len, before)) + 2
+        replay(after, 1)
+    assert list(fast.log) == list(slow.log) and fast.snapshot() == slow.snapshot()
+    assert sum(e.startswith("evict:") for e in fast.log) > 20

@@ -8,7 +8,9 @@
 - bench.py: ``kvsched bench``: runs the sections below and prints the report (JSON or markdown);
   bench_policies.py (replay speed, heap records, hit rates, the sweep), bench_kv.py (prefill on
   real KV blocks), bench_tiers.py (copying a block between tiers against recomputing it, the
-  break-even), bench_notebooks.py (each notebook top to bottom), bench_report.py (markdown).
+  break-even), bench_notebooks.py (each notebook top to bottom), bench_report.py (markdown),
+  bench_libcachesim.py (libCacheSim, the optional crosscheck extra: its caches built as the
+  course's, its C loop timed next to the replays, the report's ``x libCacheSim`` column).
 - doctor.py: ``kvsched doctor`` (what this machine has for the course).
 - gpu_check.py: the GPU check that ``scripts/gpu-check.sh`` runs.
 - selfcheck.py: the student bundle's ``make check`` (every notebook run, check cells reported).

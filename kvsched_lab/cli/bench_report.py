@@ -3,6 +3,8 @@ from __future__ import annotations
 
 from typing import Any, Dict, Optional
 
+from kvsched_lab.cli import bench_libcachesim
+
 
 def _pct(x: Optional[float]) -> str:
     return "n/a" if x is None else f"{100 * x:.1f}%"
@@ -16,15 +18,18 @@ def to_markdown(report: Dict[str, Any]) -> str:
     sp = report["speed"]
     lines += [f"### 1. Replay speed: conversation trace, {sp['capacity_blocks']} blocks, {sp['touches']:,} touches, "
               f"median of {sp['repeats']}", "",
-              "| policy | seconds | touches/s | x reference | target | prefix hits |", "|---|---:|---:|---:|---:|---:|"]
+              "| policy | seconds | touches/s | x reference | target | prefix hits |" + bench_libcachesim.markdown_header(sp),
+              "|---|---:|---:|---:|---:|---:|" + bench_libcachesim.markdown_rule(sp)]
     for name, r in sp["policies"].items():
+        lcs_cell = bench_libcachesim.markdown_cell(sp, r)  # "" without libCacheSim
         if r["vs_reference"] is None:  # no reference to compare with
             lines.append(f"| {name} | {r['seconds']:.3f} | {r['touches_per_s']:,.0f} | n/a | n/a | "
-                         f"{_pct(r['prefix_hit_rate'])} |")
+                         f"{_pct(r['prefix_hit_rate'])} |{lcs_cell}")
             continue
         ok = "" if name == "reference" else (" ok" if r["ok"] else " **MISS**")
         lines.append(f"| {name} | {r['seconds']:.3f} | {r['touches_per_s']:,.0f} | {r['vs_reference']:.2f}x | "
-                     f">= {r['target']:g}x{ok} | {_pct(r['prefix_hit_rate'])} |")
+                     f">= {r['target']:g}x{ok} | {_pct(r['prefix_hit_rate'])} |{lcs_cell}")
+    lines += bench_libcachesim.markdown_note(sp)
     lines += ["", "### 2. Heap records per live entry, end of that replay", "",
               "| scheduler | records | live | records / live | target |", "|---|---:|---:|---:|---:|"]
     for name, r in report["heap"]["policies"].items():

@@ -8,14 +8,19 @@ order; each touch must be the next key of it.
 
 ``next_use[i]`` is the position of the next touch of ``future[i]``, or ``len(future) + i`` when
 there is none (never, farther than any real use; distinct, so records never tie). A max-heap of
-``(-next_use, key)`` records with lazy deletion finds the farthest block in O(log n); a record is
-valid while it holds the key's current next use (unique, so it is its own version). A stale record
-holds a use already made, so it never rises above a live one and is never popped as a victim;
-the heap is rebuilt when stale records outnumber live ones, to bound its size.
+records with lazy deletion finds the farthest block in O(log n); a record is valid while it holds
+the key's current next use (unique, so it is its own version). A stale record holds a use already
+made, so it never rises above a live one and is never popped as a victim; the heap is rebuilt when
+stale records outnumber live ones, to bound its size.
+
+A record is the plain int ``-next_use``, not a ``(-next_use, key)`` tuple: the position names
+its block, ``future[next_use]`` (or ``future[next_use - len(future)]`` for never), which
+``key_at``, the future written twice, reads in one index. Ints compare in one C call where tuples
+take three, and the heap's comparisons are most of a replay's time.
 """
 from __future__ import annotations
 
-from heapq import heapify, heappop, heappush
+from heapq import heapify, heappop, heappush, heapreplace
 from itertools import chain
 from typing import Dict, Hashable, Iterable, List, Optional, Sequence, Tuple
 
@@ -47,8 +52,9 @@ class BeladyPolicy(Policy):
             raise ValueError("belady needs future= (every key that will be touched, in order)")
         self.future = list(future)
         self.next_use = next_uses(self.future)
+        self.key_at = self.future * 2  # key_at[u]: the block a next use u names (u >= len(future): never)
         self.next_of: Dict[Hashable, int] = {}
-        self.heap: List[Tuple[int, Hashable]] = []
+        self.heap: List[int] = []  # -next_use of each record, stale ones included
 
     @property
     def num_records(self) -> int:
@@ -65,14 +71,15 @@ class BeladyPolicy(Policy):
         # The top is always live: a stale record holds its key's earlier next use, a touch already
         # made, while every live record holds a use still ahead, so no stale record is ever above
         # a live one (the rebuild clears stale records only to bound memory).
-        return -self.heap[0][0], self.heap[0][1]
+        nxt = -self.heap[0]
+        return nxt, self.key_at[nxt]
 
     def _push(self, key: Hashable) -> None:
         nxt = self.next_use[self.time - 1]
         self.next_of[key] = nxt
-        heappush(self.heap, (-nxt, key))
+        heappush(self.heap, -nxt)
         if len(self.heap) > 2 * len(self.next_of) + 64:  # stale records outnumber live ones
-            self.heap = [(-t, k) for k, t in self.next_of.items()]
+            self.heap = [-t for t in self.next_of.values()]
             heapify(self.heap)
 
     def on_hit(self, key: Hashable) -> None:
@@ -84,9 +91,7 @@ class BeladyPolicy(Policy):
         return self.next_use[self.time - 1] < self._farthest()[0]
 
     def victim(self) -> Hashable:
-        key = self._farthest()[1]
-        heappop(self.heap)
-        return key
+        return self.key_at[-heappop(self.heap)]
 
     def on_evict(self, key: Hashable, size: int) -> None:
         del self.next_of[key]
@@ -106,7 +111,7 @@ class BeladyPolicy(Policy):
         flat = list(chain.from_iterable(lists))
         if flat != self.future[self.time:self.time + len(flat)]:
             raise ValueError("the requests' ids are not the next keys of the future this policy was given")
-        entries, next_of, heap, next_use = self.entries, self.next_of, self.heap, self.next_use
+        entries, next_of, heap, next_use, key_at = self.entries, self.next_of, self.heap, self.next_use, self.key_at
         contains = entries.__contains__
         emit = self.log.append_event
         add, evict, reuse, skip = ADD, EVICT, REUSE, SKIP  # locals: faster than globals in the loop
@@ -121,25 +126,30 @@ class BeladyPolicy(Policy):
                     if key in entries:
                         hits += 1
                         next_of[key] = nxt
-                        heappush(heap, (-nxt, key))
+                        heappush(heap, -nxt)
                         emit((reuse, key))
                     else:
                         if cur + bytes_ > cap:
-                            if nxt > -heap[0][0]:  # the top is live: see `_farthest`
+                            if nxt > -heap[0]:  # the top is live: see `_farthest`
                                 emit((skip, key))
                                 continue
-                            while cur + bytes_ > cap:
-                                old = heappop(heap)[1]
+                            while True:
+                                old = key_at[-heap[0]]
                                 del next_of[old]
                                 cur -= entries.pop(old)
                                 emit((evict, old))
+                                if cur + bytes_ <= cap:
+                                    break
+                                heappop(heap)
+                            heapreplace(heap, -nxt)  # one sift swaps the last victim's record for the new one
+                        else:
+                            heappush(heap, -nxt)
                         entries[key] = bytes_
                         next_of[key] = nxt
                         cur += bytes_
-                        heappush(heap, (-nxt, key))
                         emit((add, key))
                     if len(heap) > 2 * len(next_of) + 64:
-                        self.heap = heap = [(-t, k) for k, t in next_of.items()]
+                        self.heap = heap = [-t for t in next_of.values()]
                         heapify(heap)
         finally:  # keep the counters true even if the replay is interrupted
             self.current_bytes, self.hits, self.time = cur, hits, time

@@ -25,16 +25,24 @@ Depth is an explicit argument: ``touch(key, bytes_, depth=d)``; a plain ``touch(
 counts depth 1. `replay_requests` passes each block's 1-based position in its request, which is
 its depth because Mooncake ids are chained prefixes.
 
-The heap holds ``(H, last_used, key)`` records, at most one live record per key (``meta[key][4]``
+The heap holds records of ``(H, last_used)``, at most one live record per key (``meta[key][4]``
 is its ``last_used``). A hit only raises H in the usual case (freq grows, L never falls), so it
 pushes nothing: a popped record that is behind its block's current (H, last_used) is pushed again
 with the current one instead of evicting (a lazy re-push). That is exact: every block's current
 key is at least its record's, so the first popped record that is current holds the true minimum.
 Only a hit at a smaller depth can lower H; it pushes a fresh record and the old one becomes
 garbage, dropped when popped or by a rebuild once stale records outnumber live ones.
+
+A record is one int (`record`): H's IEEE-754 bits, which order as non-negative doubles do, above
+64 bits of the touch time. Comparing two costs one int comparison, where an ``(H, last_used, key)``
+tuple costs two or three (half the cached blocks tie on H with another), and the heap's
+comparisons are most of a replay. A record names no key: ``touched[t]`` is the key touched at
+time t. ``meta[key]`` is a tuple ``(freq, cost, H, last_used, record's last_used)``, replaced
+rather than changed, since a tuple is cheaper to make and free than a list.
 """
 from __future__ import annotations
 
+import struct
 from heapq import heapify, heappop, heappush, heapreplace
 from typing import Dict, Hashable, Iterable, List, Optional, Sequence, Tuple
 
@@ -64,17 +72,29 @@ def block_cost(depth: int, scale: float = LLAMA3_8B_COST_SCALE) -> float:
     return 1.0 + (depth - 1 + _DIAGONAL) / scale
 
 
-def _rebuilt(meta: Dict[Hashable, list]) -> List[Tuple[float, int, Hashable]]:
+TIME_MASK = (1 << 64) - 1  # a record's low 64 bits: its touch time
+_PACK = struct.Struct(">dQ").pack  # H as a double, then the time, most significant byte first
+
+
+def record(h: float, t: int) -> int:
+    """The heap record of H = `h` (>= 0) at touch time `t`: an int that orders as ``(h, t)`` does."""
+    return int.from_bytes(_PACK(h, t), "big")
+
+
+Meta = Tuple[int, float, float, int, int]  # freq, cost, H, last_used, last_used of its record
+
+
+def _rebuilt(meta: Dict[Hashable, Meta]) -> List[int]:
     """A fresh heap of every block's current record (dropping garbage and re-push debts)."""
-    for m in meta.values():
-        m[4] = m[3]
-    heap = [(m[2], m[3], k) for k, m in meta.items()]
+    for key, m in meta.items():  # same keys, new values: allowed while iterating
+        meta[key] = m[:4] + (m[3],)
+    heap = [record(m[2], m[3]) for m in meta.values()]
     heapify(heap)
     return heap
 
 
 class GDSFPolicy(Policy):
-    """GreedyDual-Size-Frequency; ``meta[key] = [freq, cost, H, last_used, record's last_used]``."""
+    """GreedyDual-Size-Frequency; ``meta[key] = (freq, cost, H, last_used, record's last_used)``."""
 
     name = "gdsf"
 
@@ -85,8 +105,9 @@ class GDSFPolicy(Policy):
             raise ValueError(f"cost_scale must be > 0, got {cost_scale!r}")
         self.cost_scale = cost_scale  # D of `block_cost`: smaller prices depth higher
         self.floor = 0.0  # L
-        self.meta: Dict[Hashable, list] = {}
-        self.heap: List[Tuple[float, int, Hashable]] = []
+        self.meta: Dict[Hashable, Meta] = {}
+        self.heap: List[int] = []  # records, stale ones included
+        self.touched: List[Hashable] = [None]  # touched[t]: the key of touch t (1-based), for records
         self._depth = 1  # depth of the touch in progress, for the hooks
 
     @property
@@ -104,26 +125,29 @@ class GDSFPolicy(Policy):
         self.touch(prefix, bytes_, depth=depth)
 
     def on_hit(self, key: Hashable) -> None:
-        m = self.meta[key]
+        self.touched.append(key)
+        freq, _, old_h, _, record_time = self.meta[key]
         cost = block_cost(self._depth, self.cost_scale)
-        h = self.floor + (m[0] + 1) * cost / self.entries[key]
-        if h < m[2]:  # a shallower touch lowered H: the record must move down, push a new one
-            heappush(self.heap, (h, self.time, key))
-            m[4] = self.time
-            if len(self.heap) > 2 * len(self.meta) + 64:  # stale records outnumber live ones
-                self.heap = _rebuilt(self.meta)
-        m[0], m[1], m[2], m[3] = m[0] + 1, cost, h, self.time
+        h = self.floor + (freq + 1) * cost / self.entries[key]
+        if h < old_h:  # a shallower touch lowered H: the record must move down, push a new one
+            heappush(self.heap, record(h, self.time))
+            record_time = self.time
+        self.meta[key] = (freq + 1, cost, h, self.time, record_time)
+        if len(self.heap) > 2 * len(self.meta) + 64:  # stale records outnumber live ones
+            self.heap = _rebuilt(self.meta)
 
     def on_insert(self, key: Hashable, size: int) -> None:
+        self.touched.append(key)
         cost = block_cost(self._depth, self.cost_scale)
         h = self.floor + cost / size
-        self.meta[key] = [1, cost, h, self.time, self.time]
-        heappush(self.heap, (h, self.time, key))  # evictions popped as many records as they freed
+        self.meta[key] = (1, cost, h, self.time, self.time)
+        heappush(self.heap, record(h, self.time))  # evictions popped as many records as they freed
 
     def victim(self) -> Hashable:
         heap, meta = self.heap, self.meta
         while True:
-            _, t, key = heap[0]
+            t = heap[0] & TIME_MASK
+            key = self.touched[t]
             m = meta.get(key)
             if m is not None and m[3] == t:  # current: the minimum
                 heappop(heap)
@@ -131,8 +155,8 @@ class GDSFPolicy(Policy):
             if m is None or m[4] != t:  # garbage: superseded by an eager push
                 heappop(heap)
             else:  # behind its block's current key: re-push the current one
-                heapreplace(heap, (m[2], m[3], key))
-                m[4] = m[3]
+                heapreplace(heap, record(m[2], m[3]))
+                meta[key] = m[:4] + (m[3],)
 
     def on_evict(self, key: Hashable, size: int) -> None:
         self.floor = self.meta.pop(key)[2]
@@ -143,62 +167,66 @@ class GDSFPolicy(Policy):
         return [(k, self.entries[k], m[2], m[0], m[1]) for k, m in order]
 
     def _replay(self, hash_id_lists: Iterable[Sequence[Hashable]], bytes_: int) -> List[int]:
-        entries, meta, heap = self.entries, self.meta, self.heap
-        contains = entries.__contains__
+        entries, meta, heap, touched = self.entries, self.meta, self.heap, self.touched
+        contains, note_request = entries.__contains__, touched.extend
         emit = self.log.append_event
-        add, evict, reuse = ADD, EVICT, REUSE  # locals: faster than globals in the loop
+        add, evict, reuse, mask = ADD, EVICT, REUSE, TIME_MASK  # locals: faster than globals in the loop
         cap, cur, hits, time, floor = self.capacity_bytes, self.current_bytes, self.hits, self.time, self.floor
-        push, pop, replace = heappush, heappop, heapreplace
+        push, pop, replace, pack, from_bytes = heappush, heappop, heapreplace, _PACK, int.from_bytes
         costs = [0.0]  # costs[d] = block_cost(d), grown on demand: the same floats as `touch`
         out: List[int] = []
         try:
             for ids in hash_id_lists:
                 out.append(prefix_hits(contains, ids))
+                note_request(ids)  # touched[time + i] = ids[i - 1]
                 while len(costs) <= len(ids):
                     costs.append(block_cost(len(costs), self.cost_scale))
                 for depth, key in enumerate(ids, 1):
+                    m = meta.get(key)  # first: an unhashable id raises before it counts as a touch
                     time += 1
                     cost = costs[depth]
-                    m = meta.get(key)
                     if m is not None:
                         hits += 1
                         freq = m[0] + 1
                         h = floor + freq * cost / entries[key]
                         if h < m[2]:  # a shallower touch lowered H: push a new record
-                            push(heap, (h, time, key))
-                            m[4] = time
+                            push(heap, from_bytes(pack(h, time), "big"))
+                            meta[key] = (freq, cost, h, time, time)
                             if len(heap) > 2 * len(meta) + 64:
                                 self.heap = heap = _rebuilt(meta)
-                        m[0], m[1], m[2], m[3] = freq, cost, h, time
+                        else:
+                            meta[key] = (freq, cost, h, time, m[4])
                         emit((reuse, key))
                         continue
-                    last_victim = False
-                    while cur + bytes_ > cap:
-                        hr, t, old = heap[0]
-                        m = meta.get(old)
-                        if m is not None and m[3] == t:  # current (the common case first)
-                            del meta[old]
-                            floor = hr
-                            cur -= entries.pop(old)
-                            emit((evict, old))
-                            if cur + bytes_ <= cap:
-                                last_victim = True
-                                break
-                            pop(heap)
-                        elif m is None or m[4] != t:  # garbage
-                            pop(heap)
-                        else:  # behind: re-push the current key
-                            replace(heap, (m[2], m[3], old))
-                            m[4] = m[3]
-                    h = floor + cost / bytes_
-                    if last_victim:  # one sift swaps the last victim's record for the new one
-                        replace(heap, (h, time, key))
+                    if cur + bytes_ > cap:
+                        while True:
+                            t = heap[0] & mask
+                            old = touched[t]
+                            m = meta.get(old)
+                            if m is not None and m[3] == t:  # current: the victim (the common case first)
+                                del meta[old]
+                                floor = m[2]
+                                cur -= entries.pop(old)
+                                if cur + bytes_ <= cap:
+                                    break
+                                emit((evict, old))  # sizes differ: more victims to come
+                                pop(heap)
+                            elif m is None or m[4] != t:  # garbage
+                                pop(heap)
+                            else:  # behind: re-push the current key
+                                replace(heap, from_bytes(pack(m[2], m[3]), "big"))
+                                meta[old] = m[:4] + (m[3],)
+                        h = floor + cost / bytes_
+                        replace(heap, from_bytes(pack(h, time), "big"))  # swaps out the victim's record
+                        emit((evict, old, add, key))  # the last victim and the add, in one call
                     else:
-                        push(heap, (h, time, key))
-                    entries[key] = bytes_
-                    meta[key] = [1, cost, h, time, time]
+                        h = floor + cost / bytes_
+                        push(heap, from_bytes(pack(h, time), "big"))
+                        emit((add, key))
                     cur += bytes_
-                    emit((add, key))
+                    entries[key] = bytes_
+                    meta[key] = (1, cost, h, time, time)
         finally:  # keep the counters true even if the replay is interrupted
             self.current_bytes, self.hits, self.time, self.floor = cur, hits, time, floor
+            del touched[time + 1:]  # an interrupted request noted keys it never touched
         return out

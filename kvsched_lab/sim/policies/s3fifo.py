@@ -19,11 +19,30 @@ so they never enter it, and one ``freq.pop`` both reads and clears a frequency. 
 is O(1), G's clean-up amortized. One victim is chosen per call (the paper's evict-from-S may also
 evict from M when a promotion overfills it; here the next eviction does that, since S is then
 under its share).
+
+Those are the course's rules (`COURSE_RULES`, behind every number the course reports for
+``s3fifo``). libCacheSim's ``S3FIFO`` (the paper's authors' simulator) differs in four places,
+each a field of `S3FIFORules`; `LIBCACHESIM_RULES` sets all four, and with them this policy makes
+libCacheSim 0.3.5's decision on every access (tests/test_crosscheck_libcachesim.py, capacities in
+multiples of 10 blocks, where its ``int(0.9 * capacity)`` ghost equals M's share here):
+
+1. ``promote_hits``: hits while in S that earn a move to M (course 1, libCacheSim 2).
+2. ``warmup_to_main``: until the first eviction, a new key goes to M once S holds its 10%
+   (libCacheSim), instead of S growing to the whole cache (course).
+3. ``drain_small``: an eviction that starts in S keeps taking S's oldest until one key leaves the
+   cache or S is empty (libCacheSim), instead of re-checking S's share after each promotion.
+4. ``ghost_fifo``: G is a FIFO of M's share of bytes in which a returning key frees its room
+   (libCacheSim), instead of the clock above, where it does not. It is then an ``OrderedDict``
+   key -> bytes, oldest first, trimmed at each insertion.
+
+docs/policy-notes.md measures what each rule is worth. The inlined `_replay` runs the course's
+rules; other rules replay through the hooks (the same decisions, a few times slower).
 """
 from __future__ import annotations
 
 from bisect import bisect_left
-from collections import deque
+from collections import OrderedDict, deque
+from dataclasses import dataclass
 from itertools import islice
 from typing import Deque, Dict, Hashable, Iterable, List, Optional, Sequence, Tuple
 
@@ -33,22 +52,48 @@ from kvsched_lab.sim.policies.base import Policy
 MAX_FREQ = 3  # two bits
 
 
+@dataclass(frozen=True)
+class S3FIFORules:
+    """The four rules on which S3-FIFO implementations differ (module docstring); defaults: the course's."""
+
+    promote_hits: int = 1  # hits while in S that move a key to M when it reaches S's head (1..3)
+    warmup_to_main: bool = False  # before the first eviction, new keys go to M once S holds its share
+    drain_small: bool = False  # an eviction begun in S pops S until a key leaves (no share re-check)
+    ghost_fifo: bool = False  # G: a FIFO of M's share of bytes, a ghost hit freeing room (else a clock)
+
+    def __post_init__(self) -> None:
+        if self.promote_hits not in range(1, MAX_FREQ + 1):
+            raise ValueError(f"promote_hits must be 1, 2 or 3 (a 2-bit frequency), got {self.promote_hits!r}")
+
+
+COURSE_RULES = S3FIFORules()
+LIBCACHESIM_RULES = S3FIFORules(promote_hits=2, warmup_to_main=True, drain_small=True, ghost_fifo=True)
+
+
 class S3FIFOPolicy(Policy):
-    """S3-FIFO; ``small``, ``main`` are key deques oldest first, ``ghost`` maps key -> ghost clock, oldest first."""
+    """S3-FIFO; ``small``, ``main`` are key deques oldest first, ``ghost`` maps key -> ghost clock
+    (key -> bytes with ``rules.ghost_fifo``), oldest first."""
 
     name = "s3fifo"
 
-    def __init__(self, capacity_bytes: int, *, future: Optional[Sequence[Hashable]] = None) -> None:
+    def __init__(self, capacity_bytes: int, *, future: Optional[Sequence[Hashable]] = None,
+                 rules: S3FIFORules = COURSE_RULES) -> None:
         super().__init__(capacity_bytes, future=future)
+        if not isinstance(rules, S3FIFORules):
+            raise TypeError(f"rules must be an S3FIFORules, got {rules!r}")
+        self.rules = rules
         self.small_target = capacity_bytes // 10
         self.ghost_target = capacity_bytes - self.small_target
         self.small: Deque[Hashable] = deque()
         self.main: Deque[Hashable] = deque()
-        self.ghost: Dict[Hashable, int] = {}  # key -> ghost_clock when it entered G (may be expired)
+        # key -> ghost_clock when it entered G (may be expired); key -> bytes for a FIFO ghost
+        self.ghost: Dict[Hashable, int] = OrderedDict() if rules.ghost_fifo else {}
         self.ghost_clock = 0  # bytes evicted from S into G so far
+        self.ghost_bytes = 0  # bytes G holds (a FIFO ghost only)
         self.ghost_limit = 64  # cut G's expired keys off once it holds more keys than this
         self.main_bytes = 0  # S holds the rest (`small_bytes`)
         self.freq: Dict[Hashable, int] = {}  # cached keys with a frequency of 1..3
+        self.has_evicted = False  # for `warmup_to_main`: the cache has evicted at least once
         self._to_main = False  # the miss in progress was remembered by the ghost queue
 
     def on_hit(self, key: Hashable) -> None:
@@ -60,23 +105,35 @@ class S3FIFOPolicy(Policy):
         return self.current_bytes - self.main_bytes
 
     def is_ghost(self, key: Hashable) -> bool:
-        """Whether G remembers `key`: at most ``ghost_target`` bytes left S after it did."""
+        """Whether G remembers `key`: at most ``ghost_target`` bytes left S after it did (a clock),
+        or it is still in G (a FIFO)."""
         entered = self.ghost.get(key)
+        if self.rules.ghost_fifo:
+            return entered is not None
         return entered is not None and self.ghost_clock - entered <= self.ghost_target
 
     def on_miss(self, key: Hashable, size: int) -> bool:
         self._to_main = self.is_ghost(key)
-        self.ghost.pop(key, None)
+        forgotten = self.ghost.pop(key, None)
+        if self.rules.ghost_fifo and forgotten is not None:
+            self.ghost_bytes -= forgotten
         return True
 
+    def _evict_from_small(self) -> bool:
+        """S's share rule (with one block size: M is not over its share), or M is empty."""
+        return bool(self.small) and (self.current_bytes - self.main_bytes >= self.small_target or not self.main)
+
     def victim(self) -> Hashable:
-        small, main, freq = self.small, self.main, self.freq
+        small, main, freq, rules = self.small, self.main, self.freq, self.rules
+        self.has_evicted = True
+        from_small = self._evict_from_small()
         while True:
-            if small and (self.current_bytes - self.main_bytes >= self.small_target or not main):
+            if from_small:
                 key = small.popleft()
-                if freq.pop(key, 0):  # hit while in S: promote to M with freq 0
+                if freq.pop(key, 0) >= rules.promote_hits:  # hit enough while in S: to M with freq 0
                     main.append(key)
                     self.main_bytes += self.entries[key]
+                    from_small = bool(small) if rules.drain_small else self._evict_from_small()
                     continue
                 self._remember(key, self.entries[key])
                 return key
@@ -92,6 +149,12 @@ class S3FIFOPolicy(Policy):
 
     def _remember(self, key: Hashable, size: int) -> None:
         # A key evicted from S goes to G. (It cannot be there already: a miss takes it out.)
+        if self.rules.ghost_fifo:
+            self.ghost[key] = size
+            self.ghost_bytes += size
+            while self.ghost_bytes > self.ghost_target:
+                self.ghost_bytes -= self.ghost.popitem(last=False)[1]
+            return
         self.ghost[key] = self.ghost_clock
         self.ghost_clock += size
         if len(self.ghost) > self.ghost_limit:
@@ -107,7 +170,9 @@ class S3FIFOPolicy(Policy):
         self.ghost_limit = 4 * len(self.ghost) + 64
 
     def on_insert(self, key: Hashable, size: int) -> None:
-        if self._to_main:
+        warmup = (self.rules.warmup_to_main and not self.has_evicted
+                  and self.current_bytes - size - self.main_bytes >= self.small_target)  # S was full
+        if self._to_main or warmup:
             self.main.append(key)
             self.main_bytes += size
         else:
@@ -121,6 +186,8 @@ class S3FIFOPolicy(Policy):
         ]
 
     def _replay(self, hash_id_lists: Iterable[Sequence[Hashable]], bytes_: int) -> List[int]:
+        if self.rules != COURSE_RULES:  # the loop below inlines the course's rules only
+            return super()._replay(hash_id_lists, bytes_)
         entries, freq, small, main, ghost = self.entries, self.freq, self.small, self.main, self.ghost
         pop_small, pop_main, push_small, push_main = small.popleft, main.popleft, small.append, main.append
         pop_freq, get_freq, pop_ghost = freq.pop, freq.get, ghost.pop
@@ -129,6 +196,7 @@ class S3FIFOPolicy(Policy):
         cap, cur, hits, time = self.capacity_bytes, self.current_bytes, self.hits, self.time
         small_target, ghost_target = self.small_target, self.ghost_target
         main_bytes, clock, ghost_limit = self.main_bytes, self.ghost_clock, self.ghost_limit
+        has_evicted = self.has_evicted
         out: List[int] = []
         try:
             for ids in hash_id_lists:
@@ -156,6 +224,7 @@ class S3FIFOPolicy(Policy):
                     if entered is not None and clock - entered > ghost_target:
                         entered = None  # G no longer remembers it: a new key
                     if cur + bytes_ > cap:
+                        has_evicted = True
                         while True:  # one victim per pass
                             if small and (cur - main_bytes >= small_target or not main):
                                 old = pop_small()
@@ -200,5 +269,5 @@ class S3FIFOPolicy(Policy):
                     pop_ghost = ghost.pop
         finally:  # keep the counters true even if the replay is interrupted
             self.current_bytes, self.hits, self.time = cur, hits, time
-            self.main_bytes, self.ghost_clock = main_bytes, clock
+            self.main_bytes, self.ghost_clock, self.has_evicted = main_bytes, clock, has_evicted
         return out

@@ -20,8 +20,8 @@ import pytest
 from kvsched_lab.grading import observe
 from kvsched_lab.grading.cases import hidden_cases
 from kvsched_lab.grading.compare import Mismatch, describe_op, error_of, errors_in, first_mismatch, same
-from kvsched_lab.grading.verdict import (HEAD_CAP, POINTS, TEXT_CAP, Reference, bounded, families, family_points,
-                                         fenced, judge, validate)
+from kvsched_lab.grading.verdict import POINTS, Reference, families, family_points, judge, validate
+from kvsched_lab.grading.writers import HEAD_CAP, TEXT_CAP, bounded, fenced
 from kvsched_lab.sim.scheduler import TODO_METHODS
 from kvsched_lab.course.todos import load_method
 

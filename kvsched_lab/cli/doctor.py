@@ -69,9 +69,11 @@ def _grading_sandbox() -> List[Row]:
 def report(rows: List[Row]) -> str:
     width = max(len(name) for name, _, _ in rows)
     lines = [f"{'ok ' if ok else 'NO '} {name:<{width}}  {detail}" for name, ok, detail in rows]
-    # The reference's absence is normal for students, and the grading sandbox only matters to
-    # instructors who grade, so neither counts as a problem for the course.
-    problems = [name for name, ok, _ in rows if not ok and name not in ("reference solutions", "grading sandbox")]
+    # The reference's absence is normal for students; the grading sandbox matters only where the
+    # reference is (an instructor copy, which grades), and there a broken one is a problem.
+    instructor = any(name == "reference solutions" and ok for name, ok, _ in rows)
+    optional = ("reference solutions",) if instructor else ("reference solutions", "grading sandbox")
+    problems = [name for name, ok, _ in rows if not ok and name not in optional]
     lines.append(_("all set: run the notebooks in order") if not problems
                  else _("fix first: {problems}", problems=", ".join(problems)))
     return "\n".join(lines)

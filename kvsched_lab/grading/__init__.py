@@ -22,7 +22,7 @@ from typing import Any
 
 # Imported on first use: the nbval runner process (``python -m kvsched_lab.grading.nbrun``)
 # then loads only what it needs, and runpy does not see its module imported twice.
-_EXPORTS = {"bench_grading": "bench", "grade_main": "grade", "grade_submissions": "grade", "release_main": "release"}
+_EXPORTS = {"bench_grading": "bench", "grade_main": "grade_cli", "grade_submissions": "grade", "release_main": "release"}
 __all__ = sorted(_EXPORTS)
 
 

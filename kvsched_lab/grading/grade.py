@@ -12,77 +12,47 @@ After every sandbox has ended, ``grades.csv`` is written once, atomically, and i
 """
 from __future__ import annotations
 
-import argparse
-import csv
-import hashlib
-import io
 import json
 import os
 import queue
 import secrets
 import shutil
-import sys
 import tempfile
-import time
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Dict, List, Optional, Sequence
 
 import kvsched_lab
 from kvsched_lab.grading import sandbox
 from kvsched_lab.grading.intake import Learner, copy_in, discover
+from kvsched_lab.grading.leases import UidLease, lease_uids
 from kvsched_lab.grading.nbrun import RESULT_MARK
 from kvsched_lab.grading.release_build import WITHHELD_FILES
-from kvsched_lab.grading.submissions import Submission, TodoSource, load
-from kvsched_lab.grading.verdict import POINTS, Reference, TodoGrade, bounded, fenced, judge, validate
-from kvsched_lab.i18n.language import LANGUAGES, normalize
-from kvsched_lab.i18n.messages import Deferred
+from kvsched_lab.grading.reports import Grade, write_reports
+from kvsched_lab.grading.submissions import Submission, load
+from kvsched_lab.grading.verdict import Reference, TodoGrade, judge, validate
+from kvsched_lab.grading.writers import bounded, fenced
 from kvsched_lab.i18n.messages import Deferred as _  # feedback lines: rendered in --lang's language when written
 from kvsched_lab.sim.scheduler import TODO_METHODS
 
-COLUMNS = ["submission", *TODO_METHODS, "total", "status"]
 PACKAGE = Path(kvsched_lab.__file__).resolve().parent
 REPO = PACKAGE.parent
-NORMAL = ("passed", "failed", "not attempted")
 # The kernel side of this package: all the sandbox gets of it (no cases, no reference, no grader).
 SANDBOX_SIDE = ("__init__.py", "audit.py", "fakes.py", "harness.py", "kernel_launcher.py", "nbrun.py", "observe.py")
 
 
-@dataclass
-class Grade:
-    submission: str
-    todos: Dict[str, TodoGrade]
-    error: str = ""
-    review: List[str] = field(default_factory=list)
-    sandboxed: bool = True
-
-    @property
-    def total(self) -> int:
-        return sum(t.points for t in self.todos.values())
-
-    @property
-    def status(self) -> str:
-        if self.error:
-            parts = [f"error: {self.error}"]
-        else:
-            parts = [f"{name}: {t.status}" for name, t in self.todos.items() if t.status not in NORMAL]
-        if self.review:
-            parts.append("review: " + ", ".join(self.review))
-        if not self.sandboxed:
-            parts.append("unsandboxed")
-        return "; ".join(parts) or "ok"
-
-
 # --------------------------------------------------------------------------- one submission
 
-def _grading_notebook(todos: Dict[str, TodoSource], config_name: str) -> dict:
-    """Grader-owned cells only: the learner's TODO code travels inside them as data."""
+def _grading_notebook(todos: Sequence[str], config_name: str) -> dict:
+    """Grader-owned cells only, made of grader constants: no learner text (name, path, code) is in them.
+
+    The learner's code travels as data in the config file `config_name`, which `harness.setup` reads."""
+    if not set(todos) <= set(TODO_METHODS) or not config_name.replace("-", "").replace(".", "").isalnum():
+        raise ValueError("the grading notebook is made of grader constants only")
     cells = [("# Grader cell: load the cases' inputs; learner code never runs at this level.\n"
               f"import kvsched_lab.grading.harness as _kvh\n_kvh.setup({config_name!r})")]
-    for name, t in todos.items():
-        cells.append(f"# Grader cell for TODO {name}: {bounded(t.origin, 200)}\n"
-                     f"_kvh.grade_todo({name!r}, {t.kind!r}, {t.source!r})")
+    for name in todos:
+        cells.append(f"# Grader cell for TODO {name}\n_kvh.grade_todo({name!r})")
     return {"nbformat": 4, "nbformat_minor": 5,
             "metadata": {"kernelspec": {"name": "python3", "display_name": "Python 3", "language": "python"}},
             "cells": [{"cell_type": "code", "id": f"c{i}", "metadata": {}, "execution_count": None, "outputs": [],
@@ -132,17 +102,18 @@ def _box_result(stdout: bytes) -> Optional[dict]:
     return None
 
 
-def grade_one(sub: Submission, ref: Reference, workdir: Path, lib: Path, job: int, timeout: float,
+def grade_one(sub: Submission, ref: Reference, workdir: Path, lib: Path, uid: int, timeout: float,
               memory_mb: int, sandboxed: bool) -> Grade:
     if sub.error:
         return Grade(sub.name, {name: TodoGrade("error") for name in TODO_METHODS}, error=sub.error,
                      sandboxed=sandboxed)
     grades: Dict[str, TodoGrade] = {}
-    review: List[str] = []
+    review: List[str] = list(sub.review)
     for name, t in sub.todos.items():
         if t.status != "run":
             grades[name] = TodoGrade(t.status, total=len(ref.cases), origin=t.origin, lines=[t.detail])
     to_run = {name: t for name, t in sub.todos.items() if t.status == "run"}
+    run = None
     if to_run:
         inputs = workdir / "in"
         inputs.mkdir(parents=True)
@@ -151,13 +122,14 @@ def grade_one(sub: Submission, ref: Reference, workdir: Path, lib: Path, job: in
         cell_timeout = timeout + 5  # the cells keep their own time; nbval's only matters when a kernel dies
         (inputs / config).write_text(json.dumps({
             "nonce": nonce, "cases": [{"phases": c["phases"]} for c in ref.cases],
+            "todos": {name: {"kind": t.kind, "source": t.source} for name, t in to_run.items()},
             "budget": timeout, "case_limit": max(0.5, timeout / 5)}), encoding="utf-8")
-        (inputs / "grading.ipynb").write_text(json.dumps(_grading_notebook(to_run, config)), encoding="utf-8")
+        (inputs / "grading.ipynb").write_text(json.dumps(_grading_notebook(list(to_run), config)), encoding="utf-8")
         (inputs / "box.json").write_text(json.dumps({"nonce": nonce, "todos": list(to_run), "memory_mb": memory_mb,
                                                      "cell_timeout": cell_timeout}), encoding="utf-8")
         for path in (inputs, *inputs.iterdir()):
             os.chmod(path, 0o755 if path.is_dir() else 0o644)
-        run = sandbox.run(inputs, lib, job, memory_mb, 90 + len(to_run) * (timeout + 15), sandboxed,
+        run = sandbox.run(inputs, lib, uid, memory_mb, 90 + len(to_run) * (timeout + 15), sandboxed,
                           workdir=workdir / "box")
         box = _box_result(run.stdout)
         tail = run.stdout.decode("utf-8", "replace")[-1500:]
@@ -165,6 +137,8 @@ def grade_one(sub: Submission, ref: Reference, workdir: Path, lib: Path, job: in
             tail = "the sandbox ran past its wall-clock limit and was ended\n" + tail
         elif run.too_much_output:
             tail = "the sandbox wrote too much output and was ended\n" + tail
+        elif run.over_budget:
+            tail = run.over_budget + "; it was ended\n" + tail
         outcomes = (box or {}).get("outcomes") if isinstance((box or {}).get("outcomes"), dict) else None
         results = (box or {}).get("results") if isinstance((box or {}).get("results"), dict) else {}
         if box and isinstance(box.get("tail"), str):
@@ -182,96 +156,21 @@ def grade_one(sub: Submission, ref: Reference, workdir: Path, lib: Path, job: in
                     review.append(f"the {name} results were not written by the grading harness (rewritten?)")
             g.origin = t.origin
             grades[name] = g
+    if sandboxed and run is not None and run.over_budget:
+        review.append(run.over_budget)
     return Grade(sub.name, {name: grades[name] for name in TODO_METHODS}, review=review, sandboxed=sandboxed)
 
 
-# --------------------------------------------------------------------------- reports
-
-def feedback_text(g: Grade, lang: str = "en") -> str:
-    """The feedback file of `g`, in `lang` (``en``, ``zh``); statuses, names and numbers stay as in grades.csv."""
-    lang = normalize(lang)
-
-    def say(text: str) -> str:
-        return text.render(lang) if isinstance(text, Deferred) else text
-
-    out = [say(_("# Feedback: {submission}", submission=bounded(g.submission, 200))), "",
-           say(_("Total: {total} / {points}", total=g.total, points=POINTS * len(TODO_METHODS))), ""]
-    if g.error:
-        out += [say(_("This submission could not be graded: {error}.", error=bounded(g.error))), ""]
-    else:
-        out += [say(_("Each TODO is graded alone: only your method is put into a scheduler whose other methods are\n"
-                      "the grader's stand-ins, so a mistake in one TODO costs no points in another. The hidden cases\n"
-                      "come in families (ordinary sequences, ties, capacity edges, stale records, precision...); each\n"
-                      "family is an equal share of a TODO's points.")), ""]
-    for name, t in g.todos.items():
-        out.append(f"## {name} ({TODO_METHODS[name]}): {t.status}, {t.points}/{POINTS}")
-        out.append("")
-        if t.origin:
-            out += [say(_("Graded: {origin}", origin=bounded(t.origin, 200))), ""]
-        out += [line for text in t.lines if text for line in (say(text), "")]
-    if g.review:
-        out += [say(_("## For the instructor")), "",
-                say(_("Review notes from the runtime audit (they do not change the grade): {notes}.",
-                      notes="; ".join(g.review))), ""]
-    if not g.sandboxed:
-        out += [say(_("Graded without the sandbox (`--no-sandbox`).")), ""]
-    return "\n".join(out)
-
-
-def _feedback_name(name: str, used: set) -> str:
-    base = "".join(ch if ch.isalnum() or ch in "-_." else "_" for ch in name.strip("./"))[:150] or "submission"
-    stem, k = base, 1
-    while stem in used:
-        k += 1
-        stem = f"{base}-{k}"
-    used.add(stem)
-    return stem + ".md"
-
-
-def _atomic_write(path: Path, data: bytes) -> None:
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
+def _read_learner(learner: Learner, dest: Path, ref: Reference) -> Submission:
+    """Copy and parse one learner's files inside that learner's own error handling: a file no check
+    foresaw (nested too deep, an odd name, a reader bug) becomes this row's error, never the batch's."""
     try:
-        with os.fdopen(fd, "wb") as f:
-            f.write(data)
-            f.flush()
-            os.fsync(f.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        os.unlink(tmp)
-        raise
-
-
-def _csv_cell(text: str) -> str:
-    """A status a spreadsheet shows as text, never runs as a formula."""
-    return "'" + text if text[:1] in ("=", "+", "-", "@", "\t", "\r") else text
-
-
-def write_reports(grades: List[Grade], out: Path, lang: str = "en") -> str:
-    """Feedback files (in `lang`), then ``grades.csv`` written once, atomically; returns the CSV's SHA-256.
-
-    The language changes only the feedback files: grades.csv is the same bytes in every language."""
-    out.mkdir(parents=True, exist_ok=True)
-    (out / "feedback").mkdir(exist_ok=True)
-    used: set = set()
-    for g in grades:
-        _atomic_write(out / "feedback" / _feedback_name(g.submission, used), feedback_text(g, lang).encode("utf-8"))
-    buffer = io.StringIO()
-    writer = csv.writer(buffer)
-    writer.writerow(COLUMNS)
-    for g in grades:
-        writer.writerow([_csv_cell(g.submission), *(g.todos[n].points for n in TODO_METHODS), g.total,
-                         _csv_cell(g.status)])
-    data = buffer.getvalue().encode("utf-8")
-    _atomic_write(out / "grades.csv", data)
-    return hashlib.sha256(data).hexdigest()
-
-
-def _fingerprint_grader() -> str:
-    """Hash of the reference and the grader's code, to notice a submission that rewrote them."""
-    h = hashlib.sha256()
-    for path in sorted((REPO / "solutions").glob("*.py")) + sorted((PACKAGE / "grading").glob("*.py")):
-        h.update(path.read_bytes())
-    return h.hexdigest()
+        path = copy_in(learner, dest)
+        sub = (Submission(learner.name, path, error=learner.error) if learner.error
+               else load(learner.name, path, ref.stubs))
+    except (Exception, RecursionError, MemoryError) as e:  # noqa: B902 - one learner's file, one row
+        sub = Submission(learner.name, dest, error=f"the submission could not be read ({type(e).__name__})")
+    return sub
 
 
 def grade_submissions(paths: Sequence[str], out: Optional[Path] = None, timeout: float = 10.0, jobs: int = 1,
@@ -281,20 +180,24 @@ def grade_submissions(paths: Sequence[str], out: Optional[Path] = None, timeout:
 
     `lang` is the feedback files' language (``en``, ``zh``); grades and grades.csv do not depend on it.
 
-    `sandboxed` None means: sandboxed when bubblewrap works here, else unsandboxed.
+    `sandboxed` None means: sandboxed when bubblewrap works here, else unsandboxed. As root, the
+    batch's sandboxes run as uids leased for this batch alone (leases.py).
     """
     if sandboxed is None:
         sandboxed = sandbox.probe()[0]
     ref = ref or Reference.build()
     learners: List[Learner] = discover(list(paths))
     base = Path(tempfile.mkdtemp(prefix="kvsched-grade-"))
+    lease: Optional[UidLease] = lease_uids() if sandboxed and os.geteuid() == 0 else None
+    if lease is not None:
+        print(f"sandbox uids {lease.first_uid}-{lease.uid(max(1, jobs) - 1)} (leased for this batch)")
     try:
         lib = build_library(base / "lib")
         subs: List[Submission] = []
+        skipped: Dict[int, List[str]] = {}
         for k, learner in enumerate(learners):  # every copy is made before any learner code runs
-            path = copy_in(learner, base / f"{k:05d}" / "copy")
-            subs.append(Submission(learner.name, path, error=learner.error) if learner.error
-                        else load(learner.name, path, ref.stubs))
+            subs.append(_read_learner(learner, base / f"{k:05d}" / "copy", ref))
+            skipped[k] = list(learner.skipped)
         slots: "queue.Queue[int]" = queue.Queue()
         for slot in range(max(1, jobs)):
             slots.put(slot)
@@ -302,16 +205,21 @@ def grade_submissions(paths: Sequence[str], out: Optional[Path] = None, timeout:
         def one(k: int) -> Grade:
             slot = slots.get()
             try:
-                return grade_one(subs[k], ref, base / f"{k:05d}", lib, slot, timeout, memory_mb, sandboxed)
+                uid = lease.uid(slot) if lease is not None else slot
+                g = grade_one(subs[k], ref, base / f"{k:05d}", lib, uid, timeout, memory_mb, sandboxed)
             except Exception as e:  # a grader bug on one submission must not sink the batch
-                return Grade(subs[k].name, {n: TodoGrade("error") for n in TODO_METHODS},
-                             error=f"grader failure: {bounded(repr(e))}", sandboxed=sandboxed)
+                g = Grade(subs[k].name, {n: TodoGrade("error") for n in TODO_METHODS},
+                          error=f"grader failure: {bounded(repr(e))}", sandboxed=sandboxed)
             finally:
                 slots.put(slot)
+            g.skipped = skipped[k]
+            return g
 
         with ThreadPoolExecutor(max_workers=max(1, jobs)) as pool:
             grades = list(pool.map(one, range(len(subs))))
     finally:
+        if lease is not None:
+            lease.release()
         if keep_work and out is not None:
             shutil.copytree(base, out / "work", dirs_exist_ok=True, symlinks=True)
         shutil.rmtree(base, ignore_errors=True)
@@ -319,48 +227,3 @@ def grade_submissions(paths: Sequence[str], out: Optional[Path] = None, timeout:
         digest = write_reports(grades, out, lang)
         print(f"grades.csv sha256 {digest}")
     return grades
-
-
-def grade_main(argv: Optional[List[str]] = None) -> int:
-    """``kvsched grade SUBMISSION... [--out DIR] [--timeout S] [--jobs N] [--no-sandbox] [--lang zh]``; 0 when graded."""
-    p = argparse.ArgumentParser(prog="kvsched grade", description=(
-        "Grade learner submissions against the hidden reference (instructors only). A SUBMISSION is a "
-        "class folder (each .ipynb/.py in it is one learner, each subfolder one learner), or one .ipynb "
-        "or .py file. Learner code runs in a bubblewrap sandbox. See docs/grading.md."))
-    p.add_argument("submissions", nargs="+", metavar="SUBMISSION")
-    p.add_argument("--out", default="grades", help="where grades.csv and feedback/ go (default: ./grades)")
-    p.add_argument("--timeout", type=float, default=10.0, help="seconds each TODO may run in all (default 10)")
-    p.add_argument("--jobs", type=int, default=1, help="submissions graded in parallel (default 1)")
-    p.add_argument("--memory-mb", type=int, default=2048, help="address-space limit per process (default 2048)")
-    p.add_argument("--keep-work", action="store_true", help="keep grading inputs and logs in OUT/work")
-    p.add_argument("--no-sandbox", action="store_true",
-                   help="run learner code without the sandbox (where bubblewrap cannot run; rows say 'unsandboxed')")
-    p.add_argument("--lang", default="en", choices=LANGUAGES,
-                   help="language of the feedback files (default en); grades.csv is the same in every language")
-    args = p.parse_args(argv)
-    try:
-        import solutions  # noqa: F401
-    except ImportError:
-        print("kvsched grade: the reference (solutions/) is not here; grading needs the instructor's copy",
-              file=sys.stderr)
-        return 2
-    if not args.no_sandbox:
-        works, why = sandbox.probe()
-        if not works:
-            print(f"kvsched grade: cannot sandbox learner code here: {why}.\nTo enable it: {sandbox.HOW_TO_ENABLE}.\n"
-                  "To grade without it (only submissions you trust): kvsched grade --no-sandbox ...", file=sys.stderr)
-            return 2
-    before = _fingerprint_grader()
-    started = time.monotonic()
-    grades = grade_submissions(args.submissions, Path(args.out), args.timeout, args.jobs, args.memory_mb,
-                               args.keep_work, sandboxed=not args.no_sandbox, lang=args.lang)
-    width = max([len(g.submission) for g in grades] + [10])
-    for g in grades:
-        print(f"{g.submission:<{width}}  {g.total:>3}  " + " ".join(f"{g.todos[n].points:>2}" for n in TODO_METHODS)
-              + f"  {g.status}")
-    print(f"graded {len(grades)} submission(s) in {time.monotonic() - started:.1f} s -> {Path(args.out) / 'grades.csv'}")
-    if _fingerprint_grader() != before:
-        print("kvsched grade: solutions/ or the grader changed during grading; a submission may have tampered "
-              "with them. Restore them and regrade.", file=sys.stderr)
-        return 3
-    return 0

@@ -1,7 +1,20 @@
 """kvsched-lab: KV-cache scheduling with real KV blocks, for the course notebooks.
 
+One folder per concern, each importing only the ones listed before it:
+
+- ``notebook_files``: reading and writing the course's .ipynb files (the one shared module).
+- ``i18n``: the learner's language, runtime messages, the Chinese notebook edition.
+- ``sim``: the scheduling lab on block ids: the chapter's scheduler skeleton, events, traces,
+  the replay protocol, invariants and the policy zoo (``sim.policies``).
+- ``kv``: the real KV machinery: block pool, tiny model, prefix-cache and concurrent engines.
+- ``course``: what a learner's notebook touches (``import kvsched_lab.course as lab``): checks,
+  hints, answers, widgets, plots, leaderboard and the challenge.
+- ``grading``: instructor grading and the student release (left out of the student bundle).
+- ``cli``: the ``kvsched`` command and its subcommands.
+
 Scheduling code is torch-free; the real-KV parts (pool, model, engine) import torch on first
-use, so ``import kvsched_lab`` stays fast for the grader and for CPU-only policy work.
+use, so ``import kvsched_lab`` stays fast for the grader and for CPU-only policy work. The names
+below are the package's public API, each imported from its concern when first asked for.
 """
 from importlib import import_module
 from typing import Any

@@ -1,6 +1,6 @@
 """Reference for the optional TODO ``aging`` (notebook 05): GDSF's priority, measured from L.
 
-Not part of the graded chapter: `kvsched_lab.course.checks.grade_aging` is its public check.
+Not part of the graded chapter: `kvsched_lab.course.checks.aging.grade_aging` is its public check.
 """
 from __future__ import annotations
 

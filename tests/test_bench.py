@@ -6,7 +6,9 @@ from functools import lru_cache
 
 import pytest
 
-from kvsched_lab.cli.bench import bench_main, gap_closed, run_bench, to_markdown
+from kvsched_lab.cli.bench import bench_main, run_bench
+from kvsched_lab.cli.bench_policies import gap_closed
+from kvsched_lab.cli.bench_report import to_markdown
 from kvsched_lab.sim.policies import POLICIES
 
 
@@ -126,7 +128,7 @@ def test_bench_main_json(capsys):
 
 
 def test_notebook_timing_runs_a_filled_lesson_and_reports_it(monkeypatch, tmp_path):
-    from kvsched_lab.cli.bench import bench_notebooks, to_markdown
+    from kvsched_lab.cli.bench_notebooks import bench_notebooks
 
     monkeypatch.setenv("KVSCHED_ANSWERS", str(tmp_path / "mine"))
     nb = bench_notebooks(["02_why_scheduling_and_the_score.ipynb"])
@@ -140,7 +142,7 @@ def test_notebook_timing_runs_a_filled_lesson_and_reports_it(monkeypatch, tmp_pa
 def test_a_stuck_or_broken_notebook_is_reported_and_the_others_still_run(tmp_path):
     import nbformat
 
-    from kvsched_lab.cli.bench import bench_notebooks, to_markdown
+    from kvsched_lab.cli.bench_notebooks import bench_notebooks
 
     cells = {"a_stuck.ipynb": "import time\ntime.sleep(30)", "b_broken.ipynb": "1 / 0", "c_fine.ipynb": "print(1)"}
     for name, code in cells.items():

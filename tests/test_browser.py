@@ -29,7 +29,8 @@ from pathlib import Path
 
 import pytest
 
-from kvsched_lab.course.todos import fill_todos, read_notebook, reference_sources, write_notebook
+from kvsched_lab.course.todos import fill_todos, reference_sources
+from kvsched_lab.notebook_files import read_notebook, write_notebook
 
 ROOT = Path(__file__).resolve().parents[1]
 CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"

@@ -4,7 +4,7 @@ import random
 
 import pytest
 
-from kvsched_lab.course import leaderboard as lb
+from kvsched_lab.course import challenge as ch, leaderboard as lb
 from kvsched_lab.sim.policies import POLICIES
 from kvsched_lab.sim.traces import Request, save_trace, synthetic_trace
 from policy_helpers import MostRecent
@@ -14,12 +14,12 @@ from policy_helpers import MostRecent
 def small_challenge(monkeypatch):
     """Small generated stand-ins for the Mooncake traces and small caches: the same code, in a second."""
     traces = {"conversation": tuple(synthetic_trace(400, seed=21)), "synthetic": tuple(synthetic_trace(300, seed=22))}
-    monkeypatch.setattr(lb, "_mooncake", lambda name: (name, traces[name]))
-    monkeypatch.setattr(lb, "MOONCAKE_CAPACITIES", (60, 200))
-    monkeypatch.setattr(lb, "GENERATED_CAPACITIES", (40,))
-    monkeypatch.setattr(lb, "GENERATED_REQUESTS", 200)
-    monkeypatch.delenv(lb.PRIVATE_TRACE_ENV, raising=False)
-    monkeypatch.delenv(lb.PRIVATE_CAPACITIES_ENV, raising=False)
+    monkeypatch.setattr(ch, "_mooncake", lambda name: (name, traces[name]))
+    monkeypatch.setattr(ch, "MOONCAKE_CAPACITIES", (60, 200))
+    monkeypatch.setattr(ch, "GENERATED_CAPACITIES", (40,))
+    monkeypatch.setattr(ch, "GENERATED_REQUESTS", 200)
+    monkeypatch.delenv(ch.PRIVATE_TRACE_ENV, raising=False)
+    monkeypatch.delenv(ch.PRIVATE_CAPACITIES_ENV, raising=False)
     return traces
 
 
@@ -29,22 +29,22 @@ def reqs(*timestamps):
 
 # -- the split ------------------------------------------------------------------------------------
 def test_split_is_a_cut_in_time_that_keeps_ties_together():
-    public, private = lb.split_public_private(reqs(3, 1, 3, 3, 3, 9, 7, 8))
+    public, private = ch.split_public_private(reqs(3, 1, 3, 3, 3, 9, 7, 8))
     assert [r.timestamp for r in public] == [1]  # request #4 (from 0) in time arrives at 3: every 3 is private
     assert [r.timestamp for r in private] == [3, 3, 3, 3, 7, 8, 9]
-    public, private = lb.split_public_private(reqs(5, 1, 3, 3, 3, 9, 7, 8))
+    public, private = ch.split_public_private(reqs(5, 1, 3, 3, 3, 9, 7, 8))
     assert [r.timestamp for r in public] == [1, 3, 3, 3] and [r.timestamp for r in private] == [5, 7, 8, 9]
-    public, private = lb.split_public_private(reqs(*range(10)), public_share=0.3)
+    public, private = ch.split_public_private(reqs(*range(10)), public_share=0.3)
     assert [r.timestamp for r in public] == [0, 1, 2] and len(private) == 7
-    assert lb.split_public_private([]) == ([], [])
+    assert ch.split_public_private([]) == ([], [])
     for bad in (0, 1, 1.5, -0.1):
         with pytest.raises(ValueError, match="public_share"):
-            lb.split_public_private(reqs(1, 2), public_share=bad)
+            ch.split_public_private(reqs(1, 2), public_share=bad)
 
 
 def test_public_traces_hold_no_private_request(small_challenge):
-    workloads = {w.name: w for w in lb._private_workloads(None, None)}
-    public = lb.public_traces()
+    workloads = {w.name: w for w in ch._private_workloads(None, None)}
+    public = ch.public_traces()
     assert set(public) == {"conversation", "synthetic", "generated"}
     for name in ("conversation", "synthetic"):
         w = workloads[name]
@@ -66,10 +66,10 @@ def test_tuning_through_the_public_api_never_touches_a_private_only_block():
             touched.add(prefix)
             super().touch(prefix, bytes_)
 
-    board = lb.public_leaderboard({"spy": Spy}, progress=False)
+    board = ch.public_leaderboard({"spy": Spy}, progress=False)
     assert board["spy"]["rates"] and touched
-    workloads = lb._private_workloads(None, None)
-    public_ids = {k for rs in lb.public_traces().values() for r in rs for k in r.hash_ids}
+    workloads = ch._private_workloads(None, None)
+    public_ids = {k for rs in ch.public_traces().values() for r in rs for k in r.hash_ids}
     private_only = {k for w in workloads for r in w.private for k in r.hash_ids} - public_ids
     assert touched <= public_ids and not touched & private_only
 
@@ -100,7 +100,7 @@ def test_private_bound_is_the_exact_optimum_on_small_sequences():
     for _ in range(150):
         flat = [rng.choice("abcde") for _ in range(rng.randint(2, 11))]
         start, cap = rng.randint(0, len(flat)), rng.randint(1, 3)
-        got = lb.bound_hits([[k] for k in flat[:start]], [[k] for k in flat[start:]], cap)
+        got = ch.bound_hits([[k] for k in flat[:start]], [[k] for k in flat[start:]], cap)
         assert got == best_window_hits(flat, start, cap), (flat, start, cap)
 
 
@@ -115,14 +115,14 @@ def test_belady_on_the_whole_sequence_is_not_a_bound_on_its_second_part():
     before = sim.hits
     sim.replay_requests([[k] for k in flat[5:]], 1)
     assert sim.hits - before == 0
-    assert lb.bound_hits([[k] for k in flat[:5]], [[k] for k in flat[5:]], 1) == 1 == best_window_hits(flat, 5, 1)
+    assert ch.bound_hits([[k] for k in flat[:5]], [[k] for k in flat[5:]], 1) == 1 == best_window_hits(flat, 5, 1)
 
 
 # -- the board ------------------------------------------------------------------------------------
 def test_challenge_scores_public_as_the_public_board_and_private_under_the_bound():
     online = [name for name in ("lru", "fifo", "s3fifo", "s3fifo-prefix", "s3fifo-repeat") if name in POLICIES]
-    board = lb.challenge([*online, MostRecent], progress=False)
-    public = lb.public_leaderboard([*online, MostRecent], progress=False)
+    board = ch.challenge([*online, MostRecent], progress=False)
+    public = ch.public_leaderboard([*online, MostRecent], progress=False)
     # an online policy's public hits do not depend on what comes after: same rates as the public board
     for row in public:
         assert board.public[row["policy"]]["rates"] == pytest.approx(row["rates"])
@@ -143,7 +143,7 @@ def test_lead_kept_is_private_over_public_lead():
         rows = {"public": [], "private": []}
         for column, rates in (("public", public), ("private", private)):
             rows[column] = [{"trace": "t", "policy": p, "capacity": 1, "hit_rate": r} for p, r in rates.items()]
-        return lb.ChallengeBoard(lb.rank(rows["public"]), lb.rank(rows["private"]))
+        return ch.ChallengeBoard(lb.rank(rows["public"]), lb.rank(rows["private"]))
 
     b = board({"lru": 0.2, "belady": 0.6, "tuned": 0.4, "bad": 0.1}, {"lru": 0.3, "belady": 0.7, "tuned": 0.35, "bad": 0.4})
     assert b["tuned"]["public"] == pytest.approx(0.5) and b["tuned"]["private"] == pytest.approx(0.125)
@@ -158,32 +158,32 @@ def test_lead_kept_is_private_over_public_lead():
 def test_an_instructors_trace_counts_in_the_private_column_only(tmp_path, monkeypatch):
     path = tmp_path / "final_exam.jsonl"
     save_trace(synthetic_trace(150, seed=99), path)
-    monkeypatch.setenv(lb.PRIVATE_TRACE_ENV, str(path))
-    monkeypatch.setenv(lb.PRIVATE_CAPACITIES_ENV, "30,90")
-    board = lb.challenge(["lru"], progress=False)
+    monkeypatch.setenv(ch.PRIVATE_TRACE_ENV, str(path))
+    monkeypatch.setenv(ch.PRIVATE_CAPACITIES_ENV, "30,90")
+    board = ch.challenge(["lru"], progress=False)
     assert {"instructor@30", "instructor@90"} <= set(board.private.cells)
     assert not any(c.startswith("instructor") for c in board.public.cells)
-    assert "instructor" not in lb.public_traces()
+    assert "instructor" not in ch.public_traces()
     # an argument wins over the environment
-    given = lb.challenge(["lru"], private_trace=synthetic_trace(100, seed=98), private_capacities=[25], progress=False)
+    given = ch.challenge(["lru"], private_trace=synthetic_trace(100, seed=98), private_capacities=[25], progress=False)
     assert [c for c in given.private.cells if c.startswith("instructor")] == ["instructor@25"]
 
 
 def test_bad_private_settings_say_what_is_wrong(tmp_path, monkeypatch):
-    monkeypatch.setenv(lb.PRIVATE_TRACE_ENV, str(tmp_path / "exam.jsonl"))
+    monkeypatch.setenv(ch.PRIVATE_TRACE_ENV, str(tmp_path / "exam.jsonl"))
     save_trace(synthetic_trace(20, seed=1), tmp_path / "exam.jsonl")
-    monkeypatch.setenv(lb.PRIVATE_CAPACITIES_ENV, "2000;8000")
-    with pytest.raises(ValueError, match=lb.PRIVATE_CAPACITIES_ENV):
-        lb.challenge(["lru"], progress=False)
+    monkeypatch.setenv(ch.PRIVATE_CAPACITIES_ENV, "2000;8000")
+    with pytest.raises(ValueError, match=ch.PRIVATE_CAPACITIES_ENV):
+        ch.challenge(["lru"], progress=False)
     with pytest.raises(ValueError, match="positive"):
-        lb.challenge(["lru"], private_capacities=[0], progress=False)
+        ch.challenge(["lru"], private_capacities=[0], progress=False)
     with pytest.raises(ValueError, match="no requests"):
-        lb.challenge(["lru"], private_trace=[], progress=False)
+        ch.challenge(["lru"], private_trace=[], progress=False)
     (tmp_path / "broken.jsonl").write_text('{"timestamp": 1}\n')
     with pytest.raises(ValueError, match="broken.jsonl:1"):
-        lb.challenge(["lru"], private_trace=str(tmp_path / "broken.jsonl"), progress=False)
+        ch.challenge(["lru"], private_trace=str(tmp_path / "broken.jsonl"), progress=False)
 
 
 def test_the_private_generated_workload_differs_in_its_parameters():
-    changed = {k for k in lb.PRIVATE_GENERATED if lb.PRIVATE_GENERATED[k] != lb.PUBLIC_GENERATED.get(k)}
+    changed = {k for k in ch.PRIVATE_GENERATED if ch.PRIVATE_GENERATED[k] != ch.PUBLIC_GENERATED.get(k)}
     assert {"seed", "session_share", "num_system_prompts", "document_blocks", "mean_gap_ms"} <= changed

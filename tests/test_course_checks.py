@@ -6,6 +6,7 @@ tests/grading_cases/variants.py, shared with the hidden grader's tests (tests/te
 both must fail every wrong answer and pass every alternative. This file holds answers: ship it
 with the instructor copy only, like ``solutions/``.
 """
+import ast
 import json
 import re
 import signal
@@ -283,7 +284,7 @@ def test_a_broken_progress_file_counts_as_no_hint_seen(answers, capsys):
 
 
 def test_tier_3_quotes_only_what_the_check_really_says():
-    source = (ROOT / "kvsched_lab" / "course" / "checks.py").read_text()
+    source = "\n".join(f.read_text() for f in sorted((ROOT / "kvsched_lab" / "course" / "checks").glob("*.py")))
     source = re.sub(r"[\"']\s*\n\s*f?[\"']", "", source)  # adjacent string literals, joined as Python does
     for name, tiers in HINTS.items():
         quotes = re.findall(r"“([^”]+)”", tiers[2])
@@ -299,7 +300,7 @@ def test_zh_tier_3_quotes_the_zh_check_messages_it_stands_for():
     from kvsched_lab.i18n.catalogue import extract
 
     zh = catalogue("zh")
-    check_messages = [m for m, where in extract().items() if any(w.startswith("kvsched_lab/course/checks.py:")
+    check_messages = [m for m, where in extract().items() if any(w.startswith("kvsched_lab/course/checks/")
                                                                    for w in where)]
     for name, tiers in HINTS.items():
         english = re.findall(r"“([^”]+)”", tiers[2])
@@ -362,7 +363,8 @@ def _reference_answer_line(name):
 
 
 def _stub_source(name):
-    from kvsched_lab.course.todos import cell_source, read_notebook, tagged_cells
+    from kvsched_lab.course.todos import tagged_cells
+    from kvsched_lab.notebook_files import cell_source, read_notebook
 
     for path in sorted((ROOT / "notebooks").glob("*.ipynb")):
         nb = read_notebook(path)
@@ -435,12 +437,35 @@ def _answer_lines():
     return lines
 
 
+# The one door from the course to the instructor's reference: todos.py's two loaders, which
+# `lab.reveal`, the grader and the benchmarks call, and which fail where `solutions` is absent.
+REFERENCE_DOORS = {("todos.py", "reference_sources"), ("todos.py", "practice_reference_sources")}
+
+
+def _solutions_imports(path):
+    """(function, line) of every import of ``solutions`` in `path` (function None at module level)."""
+    found = []
+
+    def visit(node, function):
+        for child in ast.iter_child_nodes(node):
+            inner = child.name if isinstance(child, (ast.FunctionDef, ast.AsyncFunctionDef)) else function
+            names = ([a.name for a in child.names] if isinstance(child, ast.Import)
+                     else [child.module or ""] if isinstance(child, ast.ImportFrom) else [])
+            if any(n.split(".")[0] == "solutions" for n in names):
+                found.append((function, child.lineno))
+            visit(child, inner)
+
+    visit(ast.parse(path.read_text()), None)
+    return found
+
+
 def test_course_module_holds_no_reference_lines():
     sol = _solution_lines()
     answers = _answer_lines()
-    for path in (ROOT / "kvsched_lab" / "course").glob("*.py"):
+    for path in sorted((ROOT / "kvsched_lab" / "course").rglob("*.py")):
         text = path.read_text()
-        assert "import solutions" not in text and "from solutions" not in text, path
+        stray = [(fn, line) for fn, line in _solutions_imports(path) if (path.name, fn) not in REFERENCE_DOORS]
+        assert not stray, (path, stray)
         code = {re.sub(r"\s+", " ", l.strip()) for l in text.splitlines()}
         assert not (code & sol), (path, code & sol)
         flat = re.sub(r"\s+", " ", text)

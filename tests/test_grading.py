@@ -8,6 +8,7 @@ use too), so the suite pays for kernels once. Attacks are in test_grading_attack
 """
 from __future__ import annotations
 
+import contextlib
 import csv
 import json
 import re
@@ -27,7 +28,8 @@ from kvsched_lab.grading.sandbox import probe
 from kvsched_lab.grading.submissions import UNTAGGED, load
 from kvsched_lab.grading.stubs import known_stubs
 from kvsched_lab.sim.scheduler import TODO_METHODS
-from kvsched_lab.course.todos import fill_todos, read_notebook, reference_sources, tagged_cells, write_notebook
+from kvsched_lab.course.todos import fill_todos, reference_sources, tagged_cells
+from kvsched_lab.notebook_files import read_notebook, write_notebook
 
 sys.path.insert(0, str(Path(__file__).parent / "grading_cases"))
 import variants as v  # noqa: E402
@@ -369,7 +371,8 @@ def release(tmp_path_factory):
 
     base = tmp_path_factory.mktemp("release")
     out = base / "bundle"
-    code = release_main([str(out), "--repo-url", BUNDLE_URL, "--notebooks", str(_course(base)), "--timeout", "60"])
+    with open(base / "release.log", "w", encoding="utf-8") as log, contextlib.redirect_stdout(log):
+        code = release_main([str(out), "--repo-url", BUNDLE_URL, "--notebooks", str(_course(base)), "--timeout", "60"])
     return out, code, base
 
 
@@ -398,6 +401,15 @@ def test_release_builds_a_bundle_that_verifies_itself(release):
     setup = "".join(zh["cells"][1]["source"])
     assert setup.startswith(f'REPO_URL = "{BUNDLE_URL}"\n') and "初始化" in setup and tagged_cells(zh, "todo") == {"score": [2]}
     assert 'include = ["kvsched_lab*"]' in (out / "pyproject.toml").read_text()
+    # Each check is named as it starts and as it ends; the long nbval run names each notebook.
+    log = (base / "release.log").read_text(encoding="utf-8").splitlines()
+    started = [line[len("checking: "):-len(" ...")] for line in log if line.startswith("checking: ")]
+    ended = [line[len("checked:  "):].rsplit(": ", 1)[0] for line in log if line.startswith("checked:  ")]
+    assert len(started) == 8 and started == ended and "nbval on both editions fails in check cells only" in started
+    notebooks = sorted(p.relative_to(out).as_posix() for p in out.glob("notebooks/**/*.ipynb"))
+    assert sorted(line.split()[1] for line in log if line.startswith("  nbval: ")) == notebooks
+    assert log.index("checking: nbval on both editions fails in check cells only ...") < \
+        min(k for k, line in enumerate(log) if line.startswith("  nbval: "))
     assert release_main([str(out), "--repo-url", BUNDLE_URL, "--notebooks", str(_course(base / "again"))]) == 2, \
         "no silent overwrite"
     assert release_main([str(base / "x"), "--repo-url", 'a" + b', "--notebooks", str(_course(base / "x2"))]) == 2
@@ -456,7 +468,7 @@ sys.path.pop(0)
 kernel_launcher.isolate({bundle!r})
 os.environ["KVSCHED_ANSWERS"] = tempfile.mkdtemp()
 import kvsched_lab.course as lab
-from kvsched_lab.cli import bench
+from kvsched_lab.cli import bench_policies
 from kvsched_lab.course import leaderboard, plots, widgets
 from kvsched_lab.sim.policies import POLICIES, make_policy
 from kvsched_lab.sim.traces import synthetic_trace
@@ -472,7 +484,7 @@ with contextlib.redirect_stdout(buf):
     out["needs"] = lab.needs_chapter(cls, "a demo")
     out["viewer"] = widgets.heap_viewer() is None
 out["fallback"] = [cls is POLICIES["lru"], buf.getvalue()]
-speed, heap = bench.bench_speed(synthetic_trace(30, seed=0), 50, 1)
+speed, heap = bench_policies.bench_speed(synthetic_trace(30, seed=0), 50, 1)
 out["bench"] = [sorted(speed["policies"]), sorted(heap["policies"])]
 print(json.dumps(out))
 """

@@ -3,7 +3,7 @@
 Issue 19, items 1, 2, 5, 9 and 10, tested without a sandbox (each test says what happened before
 its fix): reading learner files as untrusted data (learner_files.py, submissions.py, intake.py),
 writing learner text anywhere (writers.py, reports.py), the grading notebook made of grader
-constants only, and ``kvsched grade``'s checks of its own arguments (grade_cli.py). The sandboxed
+constants only, and ``kvsched grade``'s checks of its own arguments (command.py). The sandboxed
 side of the same items is in tests/test_grading_attacks.py.
 """
 from __future__ import annotations
@@ -17,10 +17,10 @@ from pathlib import Path
 import pytest
 
 from kvsched_lab.grading import grade_main
-from kvsched_lab.grading.grade import _grading_notebook, _read_learner
+from kvsched_lab.grading.batch import _read_learner
+from kvsched_lab.grading.grade import Grade, _grading_notebook, feedback_text, write_reports
 from kvsched_lab.grading.intake import MAX_FILE_BYTES, discover
 from kvsched_lab.grading.learner_files import MAX_CELLS
-from kvsched_lab.grading.reports import Grade, feedback_text, write_reports
 from kvsched_lab.grading.stubs import known_stubs
 from kvsched_lab.grading.submissions import UNTAGGED, load
 from kvsched_lab.grading.verdict import Reference, TodoGrade
@@ -84,11 +84,11 @@ def test_deep_json_and_a_parser_overflow_are_errors_not_crashes(tmp_path):
 
 
 def test_a_reader_failure_no_check_foresaw_is_still_one_row(tmp_path, monkeypatch):
-    from kvsched_lab.grading import grade
+    from kvsched_lab.grading import batch
 
     (tmp_path / "ok.py").write_text(v.py_submission({}))
     learner = discover([str(tmp_path / "ok.py")])[0]
-    monkeypatch.setattr(grade, "load", lambda *a: (_ for _ in ()).throw(RecursionError("deep")))
+    monkeypatch.setattr(batch, "load", lambda *a: (_ for _ in ()).throw(RecursionError("deep")))
     sub = _read_learner(learner, tmp_path / "copy", Reference([], {}, {}, STUBS))
     assert sub.error == "the submission could not be read (RecursionError)"
 
@@ -246,7 +246,7 @@ def test_force_replaces_an_earlier_run_and_names_are_relative(tmp_path, capsys):
     (out / "feedback" / "gone-student.md").write_text("stale")
     (out / "grades.csv").write_text("stale")
     assert grade_main([str(tmp_path / "class"), "--out", str(out), "--force", "--no-sandbox", "--timeout", "5"]) == 0
-    assert sorted(p.name for p in (out / "feedback").iterdir()) == ["stub.py.md"]
+    assert sorted(p.name for p in (out / "feedback").iterdir()) == ["stub.py.md"], "the stale file is gone"
     rows = list(csv.DictReader(open(out / "grades.csv", encoding="utf-8")))
     assert [r["submission"] for r in rows] == ["stub.py"]
     assert str(tmp_path) not in (out / "grades.csv").read_text() + (out / "feedback" / "stub.py.md").read_text()

@@ -21,14 +21,14 @@ from pathlib import Path
 import polib
 import pytest
 
-from kvsched_lab.i18n.catalogue import catalogue_path, extract
+from kvsched_lab.i18n.catalogue import catalogue_path, extract, untranslated_messages
 from kvsched_lab.i18n.code_shape import shape_difference
 from kvsched_lab.i18n.notebooks import (
     SETUP_LINE, build_notebook, check_notebook, english_notebooks, generated_note, is_setup_cell, po_path_for,
-    untranslated_messages, zh_path_for,
+    zh_path_for,
 )
 from kvsched_lab.i18n.po import read_po
-from kvsched_lab.course.todos import cell_source, read_notebook, write_notebook
+from kvsched_lab.notebook_files import cell_source, read_notebook, write_notebook
 
 ROOT = Path(__file__).resolve().parents[1]
 NOTEBOOKS = english_notebooks(ROOT)

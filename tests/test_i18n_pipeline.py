@@ -15,7 +15,7 @@ from kvsched_lab.i18n import LANG_ENV, _, get_language, set_language
 from kvsched_lab.i18n.code_shape import shape_difference
 from kvsched_lab.i18n.notebooks import SETUP_LINE, build_notebook, update_po
 from kvsched_lab.i18n.po import read_po
-from kvsched_lab.course.todos import read_notebook, write_notebook
+from kvsched_lab.notebook_files import read_notebook, write_notebook
 
 
 def _nb(*cells):

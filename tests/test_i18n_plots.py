@@ -95,7 +95,7 @@ def test_a_chinese_title_is_drawn_with_the_cjk_font(monkeypatch):
 
 
 def test_widgets_leaderboard_and_doctor_speak_the_learners_language(monkeypatch):
-    from kvsched_lab import leaderboard as lb
+    from kvsched_lab.course import leaderboard as lb
     from kvsched_lab.cli.doctor import diagnose, report
 
     segments = widgets.explorer_trace(150, seed=0)

@@ -36,9 +36,10 @@ from kvsched_lab.course.hints import HINTS_FILENAME
 from kvsched_lab.course.practice import check_practice
 from kvsched_lab.sim.scheduler import ALL_TODO_METHODS, OPTIONAL_TODO_METHODS, TODO_METHODS
 from kvsched_lab.course.todos import (
-    PRACTICE_FUNCTIONS, cell_source, fill_todos, load_method, load_practice, practice_reference_sources,
-    read_notebook, reference_sources, tagged_cells, todo_sources, write_notebook,
+    PRACTICE_FUNCTIONS, fill_todos, load_method, load_practice, practice_reference_sources, reference_sources,
+    tagged_cells, todo_sources,
 )
+from kvsched_lab.notebook_files import cell_source, read_notebook, write_notebook
 
 ROOT = Path(__file__).resolve().parents[1]
 NOTEBOOKS = sorted((ROOT / "notebooks").glob("*.ipynb"))

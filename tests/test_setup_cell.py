@@ -10,7 +10,7 @@ import pytest
 
 from kvsched_lab.course.setup_cell import (PUBLIC_REPO_URL, SETUP_CELL, main, repo_url_of, rewrite_setup_cells,
                                            setup_cell)
-from kvsched_lab.course.todos import cell_source, read_notebook, write_notebook
+from kvsched_lab.notebook_files import cell_source, read_notebook, write_notebook
 
 ROOT = Path(__file__).resolve().parents[1]
 NOTEBOOKS = sorted((ROOT / "notebooks").glob("*.ipynb"))

@@ -215,7 +215,7 @@ def test_synthetic_trace_follows_its_parameters():
 
 
 def test_named_traces_are_found_before_any_download(tmp_path, monkeypatch):
-    from kvsched_lab import traces
+    from kvsched_lab.sim import traces
 
     monkeypatch.setenv("KVSCHED_TRACES", str(tmp_path / "mine"))
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
@@ -254,12 +254,12 @@ def test_named_traces_are_found_before_any_download(tmp_path, monkeypatch):
 
 
 def test_default_search_dirs_without_the_environment(monkeypatch, tmp_path):
-    from kvsched_lab import traces
+    from kvsched_lab.sim import traces
 
     monkeypatch.delenv("KVSCHED_TRACES", raising=False)
     monkeypatch.delenv("XDG_CACHE_HOME", raising=False)
     monkeypatch.setenv("HOME", str(tmp_path))
-    repo = Path(traces.__file__).resolve().parent.parent
+    repo = Path(__file__).resolve().parents[1]  # this checkout, found independently of the module
     assert traces.trace_search_dirs() == [traces.PACKAGED_TRACES_DIR, repo.parent / "shared" / "traces",
                                           tmp_path / ".cache" / "kvsched-lab" / "traces"]
 

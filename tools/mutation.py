@@ -33,6 +33,7 @@ POLICY_TESTS = ["tests/test_policies.py", "tests/test_policy_snapshots.py", "tes
 # The grader's comparison and scoring, tested in-process (the batch tests run them too, but
 # through sandboxes: far too slow to repeat for every mutant).
 GRADER_TESTS = ["tests/test_grading_verdict.py"]
+CHECK_TESTS = ["tests/test_course_checks.py", "tests/test_check_guards.py", "tests/test_check_messages.py"]
 
 # Core module -> pytest arguments selecting the fast tests that exercise it (mutmut runs, per
 # mutant, those of them that reach the mutated function). Ordered by priority: a partial run
@@ -58,8 +59,14 @@ MODULES: Dict[str, List[str]] = {
     "kvsched_lab/sim/policies/belady.py": [*POLICY_TESTS, "tests/test_policy_belady.py"],
     "kvsched_lab/sim/policies/vllm.py": [*POLICY_TESTS, "tests/test_policy_vllm_radix.py"],
     "kvsched_lab/sim/policies/radix.py": [*POLICY_TESTS, "tests/test_policy_vllm_radix.py"],
-    "kvsched_lab/course/checks.py": ["tests/test_course_checks.py", "tests/test_check_guards.py",
-                                     "tests/test_check_messages.py"],
+    "kvsched_lab/course/checks/common.py": CHECK_TESTS,
+    "kvsched_lab/course/checks/score.py": CHECK_TESTS,
+    "kvsched_lab/course/checks/heap.py": CHECK_TESTS,
+    "kvsched_lab/course/checks/stale.py": CHECK_TESTS,
+    "kvsched_lab/course/checks/entry.py": CHECK_TESTS,
+    "kvsched_lab/course/checks/snapshot.py": CHECK_TESTS,
+    "kvsched_lab/course/checks/aging.py": CHECK_TESTS,
+    "kvsched_lab/course/checks/__init__.py": CHECK_TESTS,
     "kvsched_lab/grading/compare.py": GRADER_TESTS,
     "kvsched_lab/grading/cases.py": GRADER_TESTS,
     "kvsched_lab/grading/verdict.py": GRADER_TESTS,

@@ -1,6 +1,7 @@
 """`kvsched doctor`: what this machine offers the course, and what to do about what is missing."""
 from __future__ import annotations
 
+import argparse
 import importlib
 import platform
 import sys
@@ -77,3 +78,14 @@ def report(rows: List[Row]) -> str:
     lines.append(_("all set: run the notebooks in order") if not problems
                  else _("fix first: {problems}", problems=", ".join(problems)))
     return "\n".join(lines)
+
+
+def add_parser(sub: argparse._SubParsersAction) -> None:
+    doctor = sub.add_parser("doctor", help="check Python, torch, GPU, Jupyter and widgets")
+    doctor.set_defaults(func=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    rows = diagnose()
+    print(report(rows))
+    return 0 if all(ok for name, ok, _ in rows if name != "reference solutions") else 1

@@ -21,7 +21,7 @@ from typing import Any, Dict, List, Optional
 
 import torch
 
-from kvsched_lab.cli.bench import bench_real_kv
+from kvsched_lab.cli.bench_kv import bench_real_kv
 from kvsched_lab.kv.model import TinyDecoder, TinyDecoderConfig
 from kvsched_lab.kv.real_kv import real_kv_replay
 from kvsched_lab.sim.traces import load_named_trace, sort_by_arrival

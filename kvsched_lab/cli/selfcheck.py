@@ -18,7 +18,7 @@ import tempfile
 from pathlib import Path
 from typing import Dict, List, Optional, Tuple
 
-from kvsched_lab.course.todos import read_notebook
+from kvsched_lab.notebook_files import read_notebook
 
 CELL_TIMEOUT_S = 600
 

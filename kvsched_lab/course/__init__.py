@@ -14,6 +14,14 @@
   English); ``lab.get_language()`` says which is in use.
 - ``lab.download_answers()``, ``lab.upload_answers()``, ``lab.use_drive()``: answers across Colab
   machines; ``lab.report_setup(...)`` is the setup cell's last line.
+
+Which file holds what: checks (the five TODOs' public checks), aging.py (the optional aging TODO),
+practice.py (notebook 08's practice TODOs), hints.py (four hint tiers, `reveal`), answers.py and
+answers_io.py (the answers folder; Colab downloads and Drive), predict.py (predict, then run),
+setup_cell.py (every notebook's first cell), todos.py (finding, filling and loading TODO cells),
+widgets.py and plots.py (the notebooks' widgets and figures), leaderboard.py (policies ranked by
+the share of the LRU-to-Belady gap closed) and challenge.py (notebook 07's public and private
+scores). The course builds on the scheduling lab and the KV machinery, never on grading.
 """
 from __future__ import annotations
 

@@ -11,7 +11,7 @@ victim choice and its ``inflation`` (raised at each eviction). The learner write
 priority, as a plain function ``_aged_score(self, hits, size, last_used)`` that may read
 ``self.inflation`` and ``self.chapter_score(hits, size, last_used)``. That base score is the
 learner's own notebook 02 ``_score``, handed to the scheduler: the library itself computes the
-chapter's score nowhere (it would answer TODO score). `kvsched_lab.course.checks.grade_aging`
+chapter's score nowhere (it would answer TODO score). `kvsched_lab.course.checks.aging.grade_aging`
 grades the aged score by the decisions it leads to, with a stand-in base score of its own.
 """
 from __future__ import annotations

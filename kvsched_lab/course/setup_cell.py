@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import List, Optional, Sequence
 
 from kvsched_lab.i18n import _
-from kvsched_lab.course.todos import cell_source, read_notebook, write_notebook
+from kvsched_lab.notebook_files import cell_source, read_notebook, write_notebook
 
 PUBLIC_REPO_URL = "https://github.com/kvsched-lab/kvsched-lab"
 REPO_URL_ENV = "KVSCHED_REPO_URL"

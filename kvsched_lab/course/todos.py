@@ -20,30 +20,14 @@ import importlib
 import inspect
 import json
 import textwrap
-from pathlib import Path
-from typing import Callable, Dict, Hashable, List, Tuple, Union
+from typing import Callable, Dict, Hashable, List, Tuple
 
+from kvsched_lab.notebook_files import Notebook, cell_source
 from kvsched_lab.sim.scheduler import ALL_TODO_METHODS, OPTIONAL_TODO_METHODS, TODO_METHODS, CacheEntry
 
 TODO_NAMES: Tuple[str, ...] = tuple(TODO_METHODS)
 # Notebook 08's practice TODOs (not graded): name -> the function its cell defines.
 PRACTICE_FUNCTIONS: Dict[str, str] = {"free_order": "free_queue_after", "leaf_victim": "radix_victim"}
-Notebook = dict  # nbformat v4 JSON
-
-
-def read_notebook(path: Union[str, Path]) -> Notebook:
-    return json.loads(Path(path).read_text(encoding="utf-8"))
-
-
-def write_notebook(nb: Notebook, path: Union[str, Path]) -> None:
-    Path(path).write_text(json.dumps(nb, indent=1, ensure_ascii=False) + "\n", encoding="utf-8")
-
-
-def cell_source(cell: dict) -> str:
-    src = cell.get("source", "")
-    return "".join(src) if isinstance(src, list) else src
-
-
 def tagged_cells(nb: Notebook, kind: str) -> Dict[str, List[int]]:
     """``{name: [cell indices]}`` for cells tagged ``<kind>:<name>`` (kind: ``todo`` or ``check``)."""
     found: Dict[str, List[int]] = {}

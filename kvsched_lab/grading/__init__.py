@@ -3,12 +3,22 @@
 `grade_main` and `release_main` are the ``kvsched grade`` and ``kvsched release`` commands;
 `bench_grading` times the grader. docs/grading.md explains the rules and the threat model.
 
-Grader side (never in the sandbox): grade.py (the batch and ``kvsched grade``), intake.py (finding
-learners, copying their files), submissions.py (each TODO's code, parsed, nothing run), stubs.py
-(the untouched stubs and the given code), cases.py (the hidden cases), verdict.py (validating
-observations, points), compare.py (first difference from the reference), sandbox.py (bubblewrap),
-bench.py (timing the grader); release.py (``kvsched release``), release_build.py (building the
-student bundle), release_checks.py (verifying it gives nothing away).
+Grader side (never in the sandbox): command.py (``kvsched grade`` and ``kvsched grade merge``:
+the command lines), batch.py (the batch: learners, ``--shard``, the journal, workers, progress),
+grade.py (one submission in its sandbox, its feedback, ``grades.csv``), journal.py (each
+learner's grade written as it is known, read back by ``--resume``), shards.py (``--shard K/N``),
+merge.py (``kvsched grade merge``), manifest.py (the end of a run: feedback, ``grades.csv``,
+``manifest.json``), stamp.py (the version stamp: grader version and code, hidden cases'
+SHA-256), progress.py (the batch's progress bar or lines), intake.py (finding learners, copying
+their files), learner_files.py (a learner's notebook or .py read as untrusted data),
+submissions.py (each TODO's code, parsed, nothing run), writers.py (learner text made safe
+wherever it is written), leases.py (sandbox uids no other running batch holds), limits.py (caps
+on all of one sandbox's processes together), stubs.py (the untouched
+stubs and the given code), cases.py (the hidden cases), verdict.py (validating observations,
+points), compare.py (first difference from the reference), sandbox.py (bubblewrap), bench.py
+(the grader's submissions per second per core); release.py (``kvsched release``),
+release_build.py (building the student bundle), release_checks.py (verifying it gives nothing
+away), steps.py (the release's checks named as they run).
 Sandbox side (the only files of this package the sandbox's library holds, grade.SANDBOX_SIDE):
 nbrun.py (nbval in the box), kernel_launcher.py (the kernel's clean import path and limits),
 harness.py (the kernel's side: one learner method run in forked children), observe.py (running a
@@ -22,7 +32,8 @@ from typing import Any
 
 # Imported on first use: the nbval runner process (``python -m kvsched_lab.grading.nbrun``)
 # then loads only what it needs, and runpy does not see its module imported twice.
-_EXPORTS = {"bench_grading": "bench", "grade_main": "grade_cli", "grade_submissions": "grade", "release_main": "release"}
+_EXPORTS = {"bench_grading": "bench", "grade_main": "command", "grade_submissions": "batch",
+            "release_main": "release"}
 __all__ = sorted(_EXPORTS)
 
 

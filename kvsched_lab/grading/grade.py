@@ -1,44 +1,76 @@
-"""`kvsched grade`: grade submissions into ``grades.csv`` and one feedback file per submission.
+"""Grading one submission, and the reports: a `Grade`, its feedback file, ``grades.csv``.
 
-A batch: find the learners (intake.py) and copy each one's regular files into a private folder;
-parse each copy (submissions.py); build, once, the sandbox's library (``kvsched_lab`` without the
-withheld files, with only the kernel side of this package) and the expected observations (the
-reference's method for each TODO among the stand-ins of fakes.py, on every hidden case, here in
-the grader's process). Per submission: a grading notebook of grader-owned cells that carry the
-learner's TODO code as data, and the cases' inputs, go into a bubblewrap sandbox (sandbox.py)
-where nbval runs them in a fresh kernel (nbrun.py, harness.py); the observations come back as
-one line of JSON, and are validated, compared with the expected ones and scored (verdict.py).
-After every sandbox has ended, ``grades.csv`` is written once, atomically, and its SHA-256 printed.
+A batch (batch.py) finds the learners (intake.py), copies each one's regular files into a
+private folder, parses each copy (submissions.py) and builds, once, the sandbox's library
+(``kvsched_lab`` without the withheld files, with only the kernel side of this package) and the
+expected observations (the reference's method for each TODO among the stand-ins of fakes.py, on
+every hidden case, here in the grader's process). Per submission (`grade_one`): a grading
+notebook of grader-owned cells made of grader constants (the learner's code and names travel in
+the config, as data), and the cases' inputs, go into a bubblewrap sandbox (sandbox.py) where nbval runs them in a fresh kernel
+(nbrun.py, harness.py); the observations come back as one line of JSON, and are validated,
+compared with the expected ones and scored (verdict.py). The end of a run (feedback,
+``grades.csv`` written once, atomically, and the manifest) is manifest.py's `write_class`, which
+calls `write_reports` here.
 """
 from __future__ import annotations
 
+import csv
+import hashlib
+import io
 import json
 import os
-import queue
 import secrets
 import shutil
-import tempfile
-from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Dict, List, Optional, Sequence
 
 import kvsched_lab
 from kvsched_lab.grading import sandbox
-from kvsched_lab.grading.intake import Learner, copy_in, discover
-from kvsched_lab.grading.leases import UidLease, lease_uids
+from kvsched_lab.grading.intake import MAX_FILE_BYTES
 from kvsched_lab.grading.nbrun import RESULT_MARK
 from kvsched_lab.grading.release_build import WITHHELD_FILES
-from kvsched_lab.grading.reports import Grade, write_reports
-from kvsched_lab.grading.submissions import Submission, load
-from kvsched_lab.grading.verdict import Reference, TodoGrade, judge, validate
-from kvsched_lab.grading.writers import bounded, fenced
+from kvsched_lab.grading.stamp import Stamp
+from kvsched_lab.grading.submissions import Submission
+from kvsched_lab.grading.verdict import POINTS, Reference, TodoGrade, judge, validate
+from kvsched_lab.grading.writers import atomic_write, bounded, csv_cell, encoded, feedback_file_name, fenced, inline
+from kvsched_lab.i18n.language import normalize
+from kvsched_lab.i18n.messages import Deferred
 from kvsched_lab.i18n.messages import Deferred as _  # feedback lines: rendered in --lang's language when written
 from kvsched_lab.sim.scheduler import TODO_METHODS
 
+COLUMNS = ["submission", *TODO_METHODS, "total", "status"]
 PACKAGE = Path(kvsched_lab.__file__).resolve().parent
 REPO = PACKAGE.parent
+NORMAL = ("passed", "failed", "not attempted")
 # The kernel side of this package: all the sandbox gets of it (no cases, no reference, no grader).
 SANDBOX_SIDE = ("__init__.py", "audit.py", "fakes.py", "harness.py", "kernel_launcher.py", "nbrun.py", "observe.py")
+
+
+@dataclass
+class Grade:
+    submission: str
+    todos: Dict[str, TodoGrade]
+    error: str = ""
+    review: List[str] = field(default_factory=list)  # for the instructor: audit notes, two attempts at one TODO
+    sandboxed: bool = True
+    skipped: List[str] = field(default_factory=list)  # oversized files without a TODO, not read
+
+    @property
+    def total(self) -> int:
+        return sum(t.points for t in self.todos.values())
+
+    @property
+    def status(self) -> str:
+        if self.error:
+            parts = [f"error: {bounded(self.error)}"]
+        else:
+            parts = [f"{name}: {t.status}" for name, t in self.todos.items() if t.status not in NORMAL]
+        if self.review:
+            parts.append("review: " + ", ".join(bounded(r, 200) for r in self.review))
+        if not self.sandboxed:
+            parts.append("unsandboxed")
+        return "; ".join(parts) or "ok"
 
 
 # --------------------------------------------------------------------------- one submission
@@ -104,6 +136,7 @@ def _box_result(stdout: bytes) -> Optional[dict]:
 
 def grade_one(sub: Submission, ref: Reference, workdir: Path, lib: Path, uid: int, timeout: float,
               memory_mb: int, sandboxed: bool) -> Grade:
+    """One submission graded in its own sandbox (as root, running as the leased `uid`)."""
     if sub.error:
         return Grade(sub.name, {name: TodoGrade("error") for name in TODO_METHODS}, error=sub.error,
                      sandboxed=sandboxed)
@@ -156,74 +189,67 @@ def grade_one(sub: Submission, ref: Reference, workdir: Path, lib: Path, uid: in
                     review.append(f"the {name} results were not written by the grading harness (rewritten?)")
             g.origin = t.origin
             grades[name] = g
-    if sandboxed and run is not None and run.over_budget:
+    if run is not None and run.over_budget:
         review.append(run.over_budget)
     return Grade(sub.name, {name: grades[name] for name in TODO_METHODS}, review=review, sandboxed=sandboxed)
 
 
-def _read_learner(learner: Learner, dest: Path, ref: Reference) -> Submission:
-    """Copy and parse one learner's files inside that learner's own error handling: a file no check
-    foresaw (nested too deep, an odd name, a reader bug) becomes this row's error, never the batch's."""
-    try:
-        path = copy_in(learner, dest)
-        sub = (Submission(learner.name, path, error=learner.error) if learner.error
-               else load(learner.name, path, ref.stubs))
-    except (Exception, RecursionError, MemoryError) as e:  # noqa: B902 - one learner's file, one row
-        sub = Submission(learner.name, dest, error=f"the submission could not be read ({type(e).__name__})")
-    return sub
+# --------------------------------------------------------------------------- reports
+
+def feedback_text(g: Grade, lang: str = "en", stamp: Optional[Stamp] = None) -> str:
+    """The feedback file of `g`, in `lang` (``en``, ``zh``); statuses, names and numbers stay as in grades.csv.
+
+    With `stamp`, its last line says which grader and which hidden cases graded it."""
+    lang = normalize(lang)
+
+    def say(text: str) -> str:
+        return text.render(lang) if isinstance(text, Deferred) else text
+
+    out = [say(_("# Feedback: {submission}", submission=inline(g.submission, 200))), "",
+           say(_("Total: {total} / {points}", total=g.total, points=POINTS * len(TODO_METHODS))), ""]
+    if g.error:
+        out += [say(_("This submission could not be graded: {error}.", error=inline(g.error))), ""]
+    else:
+        out += [say(_("Each TODO is graded alone: only your method is put into a scheduler whose other methods are\n"
+                      "the grader's stand-ins, so a mistake in one TODO costs no points in another. The hidden cases\n"
+                      "come in families (ordinary sequences, ties, capacity edges, stale records, precision...); each\n"
+                      "family is an equal share of a TODO's points.")), ""]
+    for name, t in g.todos.items():
+        out.append(f"## {name} ({TODO_METHODS[name]}): {t.status}, {t.points}/{POINTS}")
+        out.append("")
+        if t.origin:
+            out += [say(_("Graded: {origin}", origin=inline(t.origin, 200))), ""]
+        out += [line for text in t.lines if text for line in (say(text), "")]
+    if g.review:
+        out += [say(_("## For the instructor")), "",
+                say(_("Review notes from the runtime audit (they do not change the grade): {notes}.",
+                      notes="; ".join(inline(r, 200) for r in g.review))), ""]
+    if g.skipped:
+        out += [say(_("Not read: {files} (larger than {mib} MiB and holding no TODO cell).",
+                      files=", ".join(inline(s, 200) for s in g.skipped), mib=MAX_FILE_BYTES >> 20)), ""]
+    if not g.sandboxed:
+        out += [say(_("Graded without the sandbox (`--no-sandbox`).")), ""]
+    if stamp is not None:
+        out += ["---", "", say(stamp.feedback_line()), ""]
+    return "\n".join(out)
 
 
-def grade_submissions(paths: Sequence[str], out: Optional[Path] = None, timeout: float = 10.0, jobs: int = 1,
-                      memory_mb: int = 2048, keep_work: bool = False, ref: Optional[Reference] = None,
-                      sandboxed: Optional[bool] = None, lang: str = "en") -> List[Grade]:
-    """Grade every submission in `paths`; write reports to `out` when given. Never raises for a bad submission.
+def write_reports(grades: List[Grade], out: Path, lang: str = "en", stamp: Optional[Stamp] = None) -> str:
+    """Feedback files (in `lang`, stamped with `stamp`), then ``grades.csv`` written once, atomically;
+    returns the CSV's SHA-256 (manifest.py's `write_class` adds the manifest).
 
-    `lang` is the feedback files' language (``en``, ``zh``); grades and grades.csv do not depend on it.
-
-    `sandboxed` None means: sandboxed when bubblewrap works here, else unsandboxed. As root, the
-    batch's sandboxes run as uids leased for this batch alone (leases.py).
-    """
-    if sandboxed is None:
-        sandboxed = sandbox.probe()[0]
-    ref = ref or Reference.build()
-    learners: List[Learner] = discover(list(paths))
-    base = Path(tempfile.mkdtemp(prefix="kvsched-grade-"))
-    lease: Optional[UidLease] = lease_uids() if sandboxed and os.geteuid() == 0 else None
-    if lease is not None:
-        print(f"sandbox uids {lease.first_uid}-{lease.uid(max(1, jobs) - 1)} (leased for this batch)")
-    try:
-        lib = build_library(base / "lib")
-        subs: List[Submission] = []
-        skipped: Dict[int, List[str]] = {}
-        for k, learner in enumerate(learners):  # every copy is made before any learner code runs
-            subs.append(_read_learner(learner, base / f"{k:05d}" / "copy", ref))
-            skipped[k] = list(learner.skipped)
-        slots: "queue.Queue[int]" = queue.Queue()
-        for slot in range(max(1, jobs)):
-            slots.put(slot)
-
-        def one(k: int) -> Grade:
-            slot = slots.get()
-            try:
-                uid = lease.uid(slot) if lease is not None else slot
-                g = grade_one(subs[k], ref, base / f"{k:05d}", lib, uid, timeout, memory_mb, sandboxed)
-            except Exception as e:  # a grader bug on one submission must not sink the batch
-                g = Grade(subs[k].name, {n: TodoGrade("error") for n in TODO_METHODS},
-                          error=f"grader failure: {bounded(repr(e))}", sandboxed=sandboxed)
-            finally:
-                slots.put(slot)
-            g.skipped = skipped[k]
-            return g
-
-        with ThreadPoolExecutor(max_workers=max(1, jobs)) as pool:
-            grades = list(pool.map(one, range(len(subs))))
-    finally:
-        if lease is not None:
-            lease.release()
-        if keep_work and out is not None:
-            shutil.copytree(base, out / "work", dirs_exist_ok=True, symlinks=True)
-        shutil.rmtree(base, ignore_errors=True)
-    if out is not None:
-        digest = write_reports(grades, out, lang)
-        print(f"grades.csv sha256 {digest}")
-    return grades
+    The language changes only the feedback files: grades.csv is the same bytes in every language."""
+    out.mkdir(parents=True, exist_ok=True)
+    (out / "feedback").mkdir(exist_ok=True)
+    used: set = set()
+    for g in grades:
+        atomic_write(out / "feedback" / feedback_file_name(g.submission, used), encoded(feedback_text(g, lang, stamp)))
+    buffer = io.StringIO()
+    writer = csv.writer(buffer)
+    writer.writerow(COLUMNS)
+    for g in grades:
+        writer.writerow([csv_cell(g.submission), *(g.todos[n].points for n in TODO_METHODS), g.total,
+                         csv_cell(g.status)])
+    data = encoded(buffer.getvalue())
+    atomic_write(out / "grades.csv", data)
+    return hashlib.sha256(data).hexdigest()

@@ -15,6 +15,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import List, Tuple
 
+from kvsched_lab.grading.writers import display_name
+
 MAX_CELLS = 2000  # per notebook; the course's notebooks have under 100
 MAX_NOTEBOOKS = 40  # per learner folder; the course has 10
 
@@ -43,6 +45,7 @@ def _source(value: object, where: str) -> str:
 
 def notebook_cells(data: bytes, name: str) -> List[Cell]:
     """The cells of the notebook `data` (the file `name`), or LearnerFileError."""
+    name = display_name(name)
     try:
         nb = json.loads(data.decode("utf-8"))
     except UnicodeDecodeError:
@@ -77,6 +80,7 @@ def notebook_cells(data: bytes, name: str) -> List[Cell]:
 
 def parse_python(source: str, name: str) -> ast.Module:
     """`source` parsed; SyntaxError as it is, LearnerFileError when the parser gives up on its size."""
+    name = display_name(name)
     try:
         return ast.parse(source)
     except (RecursionError, MemoryError):
@@ -86,10 +90,10 @@ def parse_python(source: str, name: str) -> ast.Module:
 
 def read_text(path: Path, cap: int) -> str:
     """A copied file's text: at most `cap` bytes, UTF-8 (LearnerFileError otherwise)."""
-    data = path.read_bytes()
+    data, name = path.read_bytes(), display_name(path.name)
     if len(data) > cap:
-        raise LearnerFileError(f"{path.name} is larger than {cap >> 20} MiB")
+        raise LearnerFileError(f"{name} is larger than {cap >> 20} MiB")
     try:
         return data.decode("utf-8")
     except UnicodeDecodeError:
-        raise LearnerFileError(f"{path.name} is not UTF-8 text") from None
+        raise LearnerFileError(f"{name} is not UTF-8 text") from None

@@ -24,8 +24,9 @@ import signal
 import stat
 import subprocess
 import sys
+import time
 from pathlib import Path
-from typing import Dict, List, Optional, Tuple
+from typing import Callable, Dict, List, Optional, Tuple
 
 KERNEL_NAME = "kvsched-grading"
 RESULT_MARK = "KVSCHED-BOX-RESULT "  # starts the runner's one line of results on stdout
@@ -58,11 +59,25 @@ def _limits(memory_mb: int):
     return apply
 
 
+def _new_lines(path: Path, seen: int, say: Optional[Callable[[str], None]]) -> int:
+    """Pass the lines `path` gained since `seen` of them to `say`; the count seen now."""
+    try:
+        lines = path.read_text(encoding="utf-8").splitlines()
+    except OSError:
+        return seen
+    for line in lines[seen:]:
+        if say is not None:
+            say(line)
+    return max(seen, len(lines))
+
+
 def run_nbval(notebooks: List[Path], workdir: Path, lib: Path, cell_timeout: float, wall_timeout: float,
-              memory_mb: int = 2048) -> Tuple[Optional[Outcomes], str]:
+              memory_mb: int = 2048, on_notebook: Optional[Callable[[str], None]] = None
+              ) -> Tuple[Optional[Outcomes], str]:
     """Run `notebooks` (paths under `workdir`) through ``pytest --nbval-lax``.
 
     Returns per-cell outcomes (None if pytest never reported) and the tail of pytest's output.
+    `on_notebook` is told each notebook's path as its first cell is reported (a long run's progress).
     """
     jupyter = write_kernelspec(workdir, lib, memory_mb)
     report = workdir / "nbval-report.json"
@@ -79,11 +94,15 @@ def run_nbval(notebooks: List[Path], workdir: Path, lib: Path, cell_timeout: flo
         proc = subprocess.Popen([sys.executable, "-m", "kvsched_lab.grading.nbrun", str(report), "--"] + args,
                                 cwd=workdir, env=env, stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT,
                                 preexec_fn=_limits(memory_mb), start_new_session=True)
-        try:
-            proc.wait(timeout=wall_timeout)
-        except subprocess.TimeoutExpired:
-            os.killpg(proc.pid, signal.SIGKILL)
-            proc.wait()
+        deadline, seen = time.monotonic() + wall_timeout, 0
+        while proc.poll() is None:
+            if time.monotonic() >= deadline:
+                os.killpg(proc.pid, signal.SIGKILL)
+                proc.wait()
+                break
+            time.sleep(0.5)
+            seen = _new_lines(_progress_path(report), seen, on_notebook)
+        _new_lines(_progress_path(report), seen, on_notebook)
     with open(log_path, "rb") as f:
         f.seek(max(0, log_path.stat().st_size - 4000))
         tail = f.read().decode("utf-8", "replace")
@@ -103,15 +122,27 @@ def cell_message(longrepr: str) -> str:
     return longrepr.strip().splitlines()[0][:300] if longrepr.strip() else ""
 
 
-class _Recorder:
-    """pytest plugin: the outcome of each test (a notebook cell), failures with their message."""
+def _progress_path(report: Path) -> Path:
+    return report.with_name(report.name + ".notebooks")
 
-    def __init__(self) -> None:
+
+class _Recorder:
+    """pytest plugin: the outcome of each test (a notebook cell), failures with their message.
+
+    With `progress`, each notebook's path is appended to that file when its first cell is reported."""
+
+    def __init__(self, progress: Optional[Path] = None) -> None:
         self.outcomes: Dict[str, List[str]] = {}
+        self.progress, self.notebook = progress, ""
 
     def pytest_runtest_logreport(self, report) -> None:  # noqa: ANN001 - pytest's hook signature
         if report.when == "call" or report.outcome != "passed":
             self.outcomes[report.nodeid] = [report.outcome, cell_message(str(report.longrepr or ""))]
+        notebook = report.nodeid.split("::")[0]
+        if self.progress is not None and notebook != self.notebook:
+            self.notebook = notebook
+            with open(self.progress, "a", encoding="utf-8") as f:
+                f.write(notebook + "\n")
 
 
 def _pytest_args(notebooks: List[str], cell_timeout: float) -> List[str]:
@@ -171,7 +202,7 @@ def main(argv: List[str]) -> int:
     sys.modules["rfc3987_syntax"] = None  # type: ignore[assignment]
     import pytest
 
-    recorder = _Recorder()
+    recorder = _Recorder(_progress_path(Path(report)))
     code = pytest.main(args, plugins=[recorder])
     Path(report).write_text(json.dumps(recorder.outcomes), encoding="utf-8")
     return int(code)

@@ -31,6 +31,7 @@ from typing import Iterator, List, Set, Tuple
 from kvsched_lab.grading.nbrun import run_nbval
 from kvsched_lab.grading.release_build import (REPO, REPO_URL_LINE, WITHHELD_FILES, ZH, bundle_notebooks,
                                                clean_notebook)
+from kvsched_lab.grading.steps import step
 from kvsched_lab.grading.stubs import CHAPTER_EXERCISE, COURSE_GIVEN_LINES
 from kvsched_lab.sim.scheduler import TODO_METHODS
 
@@ -248,8 +249,11 @@ def nbval_only_checks_fail(bundle: Path, cell_timeout: float) -> Tuple[List[str]
         notebooks = bundle_notebooks(copy)
         if not notebooks:
             return ["the bundle has no notebooks"], []
+        order = {p.relative_to(copy).as_posix(): k for k, p in enumerate(notebooks, start=1)}
         outcomes, tail = run_nbval(notebooks, copy, copy, cell_timeout=cell_timeout,
-                                   wall_timeout=60 + cell_timeout * 4 * len(notebooks))
+                                   wall_timeout=60 + cell_timeout * 4 * len(notebooks),
+                                   on_notebook=lambda rel: print(f"  nbval: {rel} ({order.get(rel, '?')} of "
+                                                                 f"{len(notebooks)})", flush=True))
         if outcomes is None:
             return [f"nbval did not run:\n{tail[-1500:]}"], []
         problems, warnings = [], []
@@ -271,11 +275,17 @@ def nbval_only_checks_fail(bundle: Path, cell_timeout: float) -> Tuple[List[str]
 
 def verify_release(bundle: Path, repo_url: str, cell_timeout: float = 300.0,
                    run_notebooks: bool = True) -> Tuple[List[str], List[str]]:
-    problems = forbidden_paths(bundle) + unclean_notebooks(bundle) + incomplete_zh_edition(bundle)
-    problems += find_leaks(bundle, forbidden_lines())
-    problems += setup_cell_urls(bundle, repo_url) + reveal_withheld(bundle) + colab_install(bundle)
+    """(problems, warnings); each check is named on stdout as it starts and ends (steps.py's `step`)."""
+    problems = step("no grader, reference, tests or withheld file", forbidden_paths, bundle)
+    problems += step("every notebook clean", unclean_notebooks, bundle)
+    problems += step("the Chinese edition complete", incomplete_zh_edition, bundle)
+    problems += step("no line of the reference", lambda: find_leaks(bundle, forbidden_lines()))
+    problems += step("setup cells install from --repo-url", setup_cell_urls, bundle, repo_url)
+    problems += step("lab.reveal says withheld", reveal_withheld, bundle)
+    problems += step("a Colab-style install holds no reference", colab_install, bundle)
     warnings: List[str] = []
     if run_notebooks:
-        p, warnings = nbval_only_checks_fail(bundle, cell_timeout)
+        p, warnings = step("nbval on both editions fails in check cells only", nbval_only_checks_fail, bundle,
+                           cell_timeout)
         problems += p
     return problems, warnings

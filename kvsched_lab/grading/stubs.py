@@ -14,7 +14,8 @@ from pathlib import Path
 from typing import Dict, Iterable, Optional, Set
 
 from kvsched_lab.sim.scheduler import TODO_METHODS, SchedulerSkeleton
-from kvsched_lab.course.todos import cell_source, read_notebook, tagged_cells
+from kvsched_lab.course.todos import tagged_cells
+from kvsched_lab.notebook_files import cell_source, read_notebook
 
 CHAPTER_EXERCISE = '''
 class KVCacheSchedulerSim:

@@ -23,6 +23,7 @@ from typing import Dict, List, Set
 from kvsched_lab.grading.intake import MAX_FILE_BYTES
 from kvsched_lab.grading.learner_files import MAX_NOTEBOOKS, LearnerFileError, notebook_cells, parse_python, read_text
 from kvsched_lab.grading.stubs import class_methods, fingerprint, functions_in
+from kvsched_lab.grading.writers import display_name
 from kvsched_lab.i18n.messages import Deferred as _  # feedback text: its language is chosen when written
 from kvsched_lab.sim.scheduler import TODO_METHODS
 
@@ -61,19 +62,19 @@ def _from_notebooks(sub: Submission, notebooks: List[Path], stubs: Dict[str, Set
     untagged: Dict[str, str] = {}
     for path in notebooks:
         try:
-            cells = notebook_cells(path.read_bytes(), path.name)
+            cells = notebook_cells(path.read_bytes(), display_name(path.name))
         except (OSError, LearnerFileError) as e:
-            sub.error = f"cannot read {path.name}: {e.strerror}" if isinstance(e, OSError) else str(e)
+            sub.error = f"cannot read {display_name(path.name)}: {e.strerror}" if isinstance(e, OSError) else str(e)
             return
         for cell in cells:
             names = [t[len("todo:"):] for t in cell.tags if t.startswith("todo:")]
             for name in names:
                 if name in candidates:
-                    candidates[name].append((f"{path.name}, cell {cell.index + 1}", cell.source))
+                    candidates[name].append((f"{display_name(path.name)}, cell {cell.index + 1}", cell.source))
             if not names and cell.cell_type == "code":  # for a hint when a tag went missing
                 for name, method in TODO_METHODS.items():
                     if f"def {method}(" in cell.source:
-                        untagged[name] = f"{path.name}, cell {cell.index + 1}"
+                        untagged[name] = f"{display_name(path.name)}, cell {cell.index + 1}"
     for name, method in TODO_METHODS.items():
         found = candidates[name]
         attempted = [(o, s) for o, s in found if not _is_stub(s, method, stubs[name])]
@@ -119,19 +120,19 @@ def _from_py(sub: Submission, path: Path, stubs: Dict[str, Set[str]]) -> None:
     try:
         source = read_text(path, MAX_FILE_BYTES)
     except OSError as e:
-        sub.error = f"cannot read {path.name}: {e.strerror}"
+        sub.error = f"cannot read {display_name(path.name)}: {e.strerror}"
         return
     except LearnerFileError as e:
         sub.error = str(e)
         return
     try:
-        tree = parse_python(source, path.name)
+        tree = parse_python(source, display_name(path.name))
     except LearnerFileError as e:
         sub.error = str(e)
         return
     except (SyntaxError, ValueError) as e:
         detail = _syntax_error(e) if isinstance(e, SyntaxError) else f"ValueError: {e}"
-        sub.todos = {name: TodoSource("error", "py", source, path.name, detail) for name in TODO_METHODS}
+        sub.todos = {name: TodoSource("error", "py", source, display_name(path.name), detail) for name in TODO_METHODS}
         return
     methods = class_methods(source)
     assigned = any(isinstance(n, (ast.Assign, ast.AnnAssign, ast.ImportFrom)) and "KVCacheSchedulerSim" in ast.dump(n)
@@ -140,14 +141,14 @@ def _from_py(sub: Submission, path: Path, stubs: Dict[str, Set[str]]) -> None:
         classes = [n.name for n in tree.body if isinstance(n, ast.ClassDef)]
         detail = (_("the file defines no class KVCacheSchedulerSim (it defines {classes})", classes=", ".join(classes))
                   if classes else _("the file defines no class KVCacheSchedulerSim"))
-        sub.todos = {name: TodoSource("error", "py", source, path.name, detail) for name in TODO_METHODS}
+        sub.todos = {name: TodoSource("error", "py", source, display_name(path.name), detail) for name in TODO_METHODS}
         return
     for name, method in TODO_METHODS.items():
         fn = (methods or {}).get(method)
         if fn is not None and fingerprint(fn) in stubs[name]:
-            sub.todos[name] = TodoSource("not attempted", origin=path.name, detail=_("the stub is unchanged"))
+            sub.todos[name] = TodoSource("not attempted", origin=display_name(path.name), detail=_("the stub is unchanged"))
         else:
-            sub.todos[name] = TodoSource("run", "py", source, f"{path.name}, KVCacheSchedulerSim.{method}")
+            sub.todos[name] = TodoSource("run", "py", source, f"{display_name(path.name)}, KVCacheSchedulerSim.{method}")
 
 
 def load(name: str, path: Path, stubs: Dict[str, Set[str]]) -> Submission:

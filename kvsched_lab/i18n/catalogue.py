@@ -9,9 +9,10 @@ from __future__ import annotations
 
 import ast
 from pathlib import Path
-from typing import Dict, List, Tuple
+from typing import Dict, List, Optional, Tuple
 
 from kvsched_lab.i18n.messages import CATALOGUE_DIR, CATALOGUE_FILES
+from kvsched_lab.i18n.po_files import FUZZY, load_po, new_po, polib_module
 
 PACKAGE_DIR = CATALOGUE_DIR.parent
 MARKERS = ("_", "N_")
@@ -40,9 +41,7 @@ def catalogue_path(lang: str = "zh", package_dir: Path = PACKAGE_DIR) -> Path:
 
 def update_catalogue(lang: str = "zh", package_dir: Path = PACKAGE_DIR) -> Tuple[int, int]:
     """Merge the msgids extracted from `package_dir` into its catalogue; returns (new, obsoleted)."""
-    from kvsched_lab.i18n.notebooks import _polib, load_po, new_po
-
-    polib = _polib()
+    polib = polib_module()
     path = catalogue_path(lang, package_dir)
     po = load_po(path, "runtime messages")
     msgids = extract(package_dir)
@@ -66,3 +65,13 @@ def update_catalogue(lang: str = "zh", package_dir: Path = PACKAGE_DIR) -> Tuple
     out.extend(entries)
     out.save(str(path))
     return new, obsoleted
+
+
+def untranslated_messages(package_dir: Optional[Path] = None) -> List[str]:
+    """Runtime msgids with no (or a fuzzy) Chinese translation, and catalogue entries no longer used."""
+    package_dir = package_dir or PACKAGE_DIR
+    po = load_po(catalogue_path("zh", package_dir), "runtime messages")
+    done = {e.msgid for e in po if not e.obsolete and e.msgstr and FUZZY not in e.flags}
+    used = extract(package_dir)
+    return ([f"untranslated: {m!r}"[:160] for m in used if m not in done]
+            + [f"unused: {e.msgid!r}"[:160] for e in po if e.msgid and not e.obsolete and e.msgid not in used])

@@ -25,13 +25,12 @@ from pathlib import Path
 from typing import Dict, List, Optional
 
 from kvsched_lab.i18n.code_shape import _MARKER, shape_difference
-from kvsched_lab.course.todos import Notebook, cell_source, read_notebook, write_notebook
+from kvsched_lab.i18n.po_files import FUZZY, LOCALE, load_po, new_po, polib_module
+from kvsched_lab.notebook_files import Notebook, cell_source, read_notebook, write_notebook
 
-LOCALE = "zh_CN"
 # The one line the zh setup cell adds to the English one (the structure test's only exception).
 SETUP_LINE = 'lab.set_language("zh")'
 SETUP_MARK = "import kvsched_lab.course as lab"  # how the setup cell is recognised
-FUZZY = "fuzzy"
 # Words in a string literal that make it prose (a sentence to translate), not a key like "a".
 _PROSE = re.compile(r"[A-Za-z]{2,}[^A-Za-z{}]+[A-Za-z]{2,}")
 
@@ -50,14 +49,6 @@ class BuildReport:
     stale: List[str] = field(default_factory=list)  # "<cell id>: <reason>"
 
 
-def _polib():
-    try:
-        import polib
-    except ImportError as e:  # authoring only: learners never run update/build
-        raise ImportError("the i18n commands need polib: pip install -e '.[i18n]'") from e
-    return polib
-
-
 def has_prose(cell: dict) -> bool:
     """Does this cell hold text a learner reads (markdown, a comment, a sentence in a string)?"""
     src = cell_source(cell)
@@ -72,24 +63,6 @@ def has_prose(cell: dict) -> bool:
     except (tokenize.TokenError, SyntaxError):
         return True  # a translator should look at it
     return False
-
-
-def new_po(name: str):
-    polib = _polib()
-    po = polib.POFile(wrapwidth=0)  # wrapwidth 0: one line per source line, readable diffs
-    po.metadata = {
-        "Project-Id-Version": f"kvsched-lab {name}",
-        "Language": LOCALE,
-        "MIME-Version": "1.0",
-        "Content-Type": "text/plain; charset=UTF-8",
-        "Content-Transfer-Encoding": "8bit",
-    }
-    return po
-
-
-def load_po(path: Path, name: str):
-    polib = _polib()
-    return polib.pofile(str(path), wrapwidth=0) if path.exists() else new_po(name)
 
 
 def translation_memory(po_paths: List[Path]) -> Dict[str, str]:
@@ -110,7 +83,7 @@ def update_po(notebook: Path, po_path: Path, memory: Optional[Dict[str, str]] = 
     setup cell every notebook shares) takes that translation, not fuzzy: it is the same text.
     """
     memory = memory or {}
-    polib = _polib()
+    polib = polib_module()
     nb = read_notebook(notebook)
     po = load_po(po_path, notebook.name)
     by_ctx = {e.msgctxt: e for e in po}
@@ -210,18 +183,6 @@ def check_notebook(notebook: Path, po_path: Path) -> BuildReport:
 
     with tempfile.TemporaryDirectory() as tmp:
         return build_notebook(notebook, po_path, Path(tmp) / notebook.name)
-
-
-def untranslated_messages(package_dir: Optional[Path] = None) -> List[str]:
-    """Runtime msgids with no (or a fuzzy) Chinese translation, and catalogue entries no longer used."""
-    from kvsched_lab.i18n.catalogue import PACKAGE_DIR, catalogue_path, extract
-
-    package_dir = package_dir or PACKAGE_DIR
-    po = load_po(catalogue_path("zh", package_dir), "runtime messages")
-    done = {e.msgid for e in po if not e.obsolete and e.msgstr and FUZZY not in e.flags}
-    used = extract(package_dir)
-    return ([f"untranslated: {m!r}"[:160] for m in used if m not in done]
-            + [f"unused: {e.msgid!r}"[:160] for e in po if e.msgid and not e.obsolete and e.msgid not in used])
 
 
 def english_notebooks(root: Path) -> List[Path]:

@@ -1,9 +1,19 @@
-"""KV machinery beyond one request at a time: ref-counted blocks shared by running requests, and a concurrent engine.
+"""The KV machinery: real KV blocks in one tensor on the GPU (CPU where there is none), and engines that use them.
 
-`ConcurrentEngine` (concurrent.py) prefills and decodes several requests at once on a
-`KVBlockPool`, pins the blocks running requests read, and preempts the most recently admitted
-request when a step runs out of blocks; `RefCountedBlockManager` (block_manager.py) keeps the
-reference counts, the prefix cache and the free-block queue.
+- device.py: `try_gpu` and `default_dtype` (GPU when there is one, else CPU; fp16 on CUDA).
+- model_configs.py: KV bytes per token of real models, from their config.json (`MODEL_KV_SPECS`).
+- block_pool.py: `KVBlockPool` (one tensor, ``[layers, 2, blocks, block_size, kv_heads, head_dim]``,
+  with per-layer views) and `BlockAllocator` (torch-free free-list bookkeeping).
+- model.py: `TinyDecoder`, a small transformer whose prefill reads and writes the pool through a
+  block table.
+- engine.py: `PrefixCacheEngine`, driven by any scheduler of ``kvsched_lab.sim``: the scheduler
+  decides which blocks stay cached, the engine keeps the real blocks to match.
+- real_kv.py: `real_kv_replay`, a Mooncake trace through that engine, logits checked.
+- block_manager.py: `RefCountedBlockManager` (reference counts, the prefix cache and vLLM's
+  free-block queue); concurrent.py: `ConcurrentEngine`, several requests prefilled and decoded at
+  once, the blocks of running requests pinned, preemption when a step runs out of blocks.
+
+Above the scheduling lab (it drives the lab's schedulers and policies), below the course.
 """
 from kvsched_lab.kv.block_manager import RefCountedBlockManager
 from kvsched_lab.kv.concurrent import ConcurrentConfig, ConcurrentEngine, ConcurrentReport, run_concurrent

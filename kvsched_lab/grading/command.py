@@ -1,15 +1,14 @@
-"""`kvsched grade`: the instructor's command line, checked in full before any grading starts.
+"""``kvsched grade``: the command line of a batch (batch.py) and of ``kvsched grade merge`` (merge.py).
 
-An instructor's mistake fails at once with a clear message and exit status 2, before any work:
-a path that does not exist, a class folder with no submission in it, an ``--out`` that is a file,
-an ``--out`` that holds an earlier run (refused unless ``--force``, which removes its grades.csv,
-feedback/ and work/ so no stale feedback file is left beside the new ones), ``--jobs`` outside
-1..`max_jobs`, a timeout or memory budget that cannot work. Then grade.py grades the batch.
+An instructor's mistake fails at once with a clear message and exit status 2, before any work
+(`instructor_mistakes`): a path that does not exist, a class folder with no submission in it, an
+``--out`` that is a file, an ``--out`` that holds an earlier run (refused unless ``--resume``, or
+``--force``, which removes that run's outputs so no stale feedback file is left beside the new
+ones), ``--jobs`` outside 1..`max_jobs`, a timeout or memory budget that cannot work.
 """
 from __future__ import annotations
 
 import argparse
-import hashlib
 import os
 import shutil
 import sys
@@ -18,15 +17,19 @@ from pathlib import Path
 from typing import List, Optional
 
 from kvsched_lab.grading import sandbox
-from kvsched_lab.grading.grade import PACKAGE, REPO, grade_submissions
+from kvsched_lab.grading.batch import grade_submissions
 from kvsched_lab.grading.intake import discover
+from kvsched_lab.grading.journal import JOURNAL
 from kvsched_lab.grading.leases import BLOCK
+from kvsched_lab.grading.merge import merge_main
+from kvsched_lab.grading.shards import parse_shard
+from kvsched_lab.grading.stamp import grader_fingerprint
 from kvsched_lab.grading.writers import bounded, encoded
 from kvsched_lab.i18n.language import LANGUAGES
 from kvsched_lab.sim.scheduler import TODO_METHODS
 
 MIN_MEMORY_MB = 512  # below this the grading kernel itself cannot start
-OUTPUTS = ("grades.csv", "feedback", "work")  # what a run writes into --out (all that --force removes)
+OUTPUTS = ("grades.csv", "feedback", "work", "manifest.json", JOURNAL)  # what a run writes into --out
 
 
 def max_jobs() -> int:
@@ -34,15 +37,7 @@ def max_jobs() -> int:
     return max(1, min(BLOCK, 2 * (os.cpu_count() or 1)))
 
 
-def _fingerprint_grader() -> str:
-    """Hash of the reference and the grader's code, to notice a submission that rewrote them."""
-    h = hashlib.sha256()
-    for path in sorted((REPO / "solutions").glob("*.py")) + sorted((PACKAGE / "grading").glob("*.py")):
-        h.update(path.read_bytes())
-    return h.hexdigest()
-
-
-def _problems(args: argparse.Namespace) -> List[str]:
+def instructor_mistakes(args: argparse.Namespace) -> list:
     """Every instructor mistake in `args`, checked before any grading."""
     problems = []
     for arg in args.submissions:
@@ -60,14 +55,16 @@ def _problems(args: argparse.Namespace) -> List[str]:
     out = Path(args.out)
     if os.path.lexists(out) and not out.is_dir():
         problems.append(f"--out {bounded(args.out)} is a file, not a folder")
-    elif out.is_dir() and any(out.iterdir()) and not args.force:
-        problems.append(f"--out {bounded(args.out)} already holds files (an earlier run?); choose another folder "
-                        "or pass --force to replace its grades.csv, feedback/ and work/")
+    elif out.is_dir() and any(out.iterdir()) and not (args.force or args.resume):
+        problems.append(f"--out {bounded(args.out)} already holds files (an earlier run?); choose another folder, "
+                        "pass --resume to go on with that run, or --force to replace its outputs")
     elif out.is_dir() and args.force:
-        foreign = sorted(p.name for p in out.iterdir() if p.name not in OUTPUTS)
+        foreign = sorted(p.name for p in out.iterdir() if p.name not in OUTPUTS and not p.name.startswith("."))
         if foreign:
             problems.append(f"--out {bounded(args.out)} holds files kvsched grade did not write "
                             f"({bounded(', '.join(foreign[:3]))}); --force replaces only its own outputs")
+    if args.force and args.resume:
+        problems.append("--force and --resume: choose one (start over, or go on with the earlier run)")
     return problems
 
 
@@ -82,29 +79,48 @@ def _say(line: str) -> None:
     stream.flush()
 
 
-def grade_main(argv: Optional[List[str]] = None) -> int:
-    """``kvsched grade SUBMISSION... [--out DIR] [--force] [--timeout S] [--jobs N] [--no-sandbox] [--lang zh]``.
-
-    0 when graded; 2 for an instructor mistake (nothing graded); 3 when the grader changed during grading."""
+def grade_parser() -> argparse.ArgumentParser:
+    """``kvsched grade``'s arguments (the Kubernetes manifest's test parses its command with it)."""
     p = argparse.ArgumentParser(prog="kvsched grade", description=(
         "Grade learner submissions against the hidden reference (instructors only). A SUBMISSION is a "
         "class folder (each .ipynb/.py in it is one learner, each subfolder one learner), or one .ipynb "
-        "or .py file. Learner code runs in a bubblewrap sandbox. See docs/grading.md."))
+        "or .py file. Learner code runs in a bubblewrap sandbox. `kvsched grade merge OUT_0 ... --out OUT` "
+        "puts --shard outputs back together. See docs/grading.md."))
     p.add_argument("submissions", nargs="+", metavar="SUBMISSION")
-    p.add_argument("--out", default="grades", help="where grades.csv and feedback/ go (default: ./grades); "
-                                                   "must be new or empty unless --force")
-    p.add_argument("--force", action="store_true", help="replace the grades.csv, feedback/ and work/ of an earlier run")
+    p.add_argument("--out", default="grades", help="where grades.csv, feedback/, manifest.json and the journal go "
+                                                   "(default: ./grades); new or empty unless --resume or --force")
+    p.add_argument("--force", action="store_true",
+                   help="replace the outputs of an earlier run in --out (grades.csv, feedback/, the journal...)")
     p.add_argument("--timeout", type=float, default=10.0, help="seconds each TODO may run in all (default 10)")
     p.add_argument("--jobs", type=int, default=1, help=f"submissions graded in parallel (default 1, at most {max_jobs()})")
     p.add_argument("--memory-mb", type=int, default=2048,
-                   help="memory of one sandbox, all its processes together (default 2048)")
+                   help="memory of one sandbox, all its processes together (default 2048, at least 512)")
     p.add_argument("--keep-work", action="store_true", help="keep grading inputs and logs in OUT/work")
     p.add_argument("--no-sandbox", action="store_true",
                    help="run learner code without the sandbox (where bubblewrap cannot run; rows say 'unsandboxed')")
     p.add_argument("--lang", default="en", choices=LANGUAGES,
                    help="language of the feedback files (default en); grades.csv is the same in every language")
+    p.add_argument("--shard", default=None, metavar="K/N",
+                   help="grade only shard K of N (0 <= K < N; e.g. $SLURM_ARRAY_TASK_ID/$SLURM_ARRAY_TASK_COUNT)")
+    p.add_argument("--resume", action="store_true",
+                   help="keep what OUT's journal already holds (an interrupted run) and grade only the rest")
+    return p
+
+
+def grade_main(argv: Optional[List[str]] = None) -> int:
+    """``kvsched grade SUBMISSION... [--out DIR] [--shard K/N] [--resume] ...`` or ``kvsched grade merge ...``.
+
+    0 when graded (whatever the grades), 2 for a usage problem or no sandbox, 3 when the grader changed."""
+    argv = sys.argv[1:] if argv is None else list(argv)
+    if argv[:1] == ["merge"]:  # a class folder named merge is given as ./merge
+        return merge_main(argv[1:])
+    p = grade_parser()
     args = p.parse_args(argv)
-    problems = _problems(args)
+    try:
+        shard = parse_shard(args.shard) if args.shard is not None else None
+    except ValueError as e:
+        p.error(str(e))
+    problems = instructor_mistakes(args)
     for problem in problems:
         print(f"kvsched grade: {problem}", file=sys.stderr)
     if problems:
@@ -129,16 +145,21 @@ def grade_main(argv: Optional[List[str]] = None) -> int:
                 shutil.rmtree(target)
             elif os.path.lexists(target):
                 target.unlink()
-    before = _fingerprint_grader()
+    before = grader_fingerprint()
     started = time.monotonic()
-    grades = grade_submissions(args.submissions, out, args.timeout, args.jobs, args.memory_mb,
-                               args.keep_work, sandboxed=not args.no_sandbox, lang=args.lang)
+    try:
+        grades = grade_submissions(args.submissions, Path(args.out), args.timeout, args.jobs, args.memory_mb,
+                                   args.keep_work, sandboxed=not args.no_sandbox, lang=args.lang, shard=shard,
+                                   resume=args.resume, progress=sys.stderr)
+    except ValueError as e:  # a journal that cannot be resumed: refused before any grading
+        print(f"kvsched grade: {e}", file=sys.stderr)
+        return 2
     width = min(40, max([len(bounded(g.submission)) for g in grades] + [10]))
     for g in grades:
         _say(f"{bounded(g.submission):<{width}}  {g.total:>3}  " + " ".join(f"{g.todos[n].points:>2}" for n in TODO_METHODS)
              + f"  {bounded(g.status, 2000)}")
-    _say(f"graded {len(grades)} submission(s) in {time.monotonic() - started:.1f} s -> {out / 'grades.csv'}")
-    if _fingerprint_grader() != before:
+    print(f"graded {len(grades)} submission(s) in {time.monotonic() - started:.1f} s -> {Path(args.out) / 'grades.csv'}")
+    if grader_fingerprint() != before:
         print("kvsched grade: solutions/ or the grader changed during grading; a submission may have tampered "
               "with them. Restore them and regrade.", file=sys.stderr)
         return 3

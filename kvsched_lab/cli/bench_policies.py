@@ -1,0 +1,120 @@
+"""`kvsched bench`, sections 1, 2, 4 and 5: policy replay speed against the chapter's reference, heap
+records per live entry, prefix-hit rates with the share of the LRU-to-Belady gap closed, and the sweep's wall time."""
+from __future__ import annotations
+
+import statistics
+import time
+from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
+
+from kvsched_lab.sim.policies import POLICIES, make_policy
+from kvsched_lab.sim.replay import replay
+from kvsched_lab.sim.traces import Request
+
+SPEED_TARGET = 2.0  # every library policy, touches/s over the reference's
+FAST_TARGET = 10.0  # lru, fifo, s3fifo
+FAST_POLICIES = ("lru", "fifo", "s3fifo")
+HEAP_TARGET = 2.0  # records per live entry, seed-compact and gdsf
+SWEEP_TARGET_S = 60.0
+
+
+def _reference_factory() -> Optional[Callable[[int], Any]]:
+    """The instructor's reference scheduler, or None where ``solutions`` is absent (the student release)."""
+    try:
+        from solutions import KVCacheSchedulerSim
+    except ImportError:
+        return None
+    return KVCacheSchedulerSim
+
+
+def _build(name: str, capacity: int, requests: Sequence[Request]) -> Any:
+    if name == "reference":
+        return _reference_factory()(capacity)
+    return make_policy(name, capacity, future=[k for r in requests for k in r.hash_ids])
+
+
+# -- 1 and 2: speed and heap records ----------------------------------------------------------
+def bench_speed(requests: Sequence[Request], blocks: int, repeats: int) -> Tuple[Dict[str, Any], Dict[str, Any]]:
+    """Median replay seconds of the reference and every policy, interleaved; and heap records.
+
+    Without the reference (the student release) its row and the ``vs_reference`` ratios are left
+    out (None); the heap table lists only the schedulers present (no ``seed`` there either)."""
+    has_reference = _reference_factory() is not None
+    names = ["reference", *POLICIES] if has_reference else list(POLICIES)
+    seconds: Dict[str, List[float]] = {n: [] for n in names}
+    last: Dict[str, Any] = {}
+    for _ in range(repeats):
+        for name in names:
+            sim = _build(name, blocks, requests)
+            result = replay(requests, sim, blocks)
+            seconds[name].append(result.wall_seconds)
+            last[name] = (sim, result)
+    touches = last[names[0]][1].block_refs
+    ref_s = statistics.median(seconds["reference"]) if has_reference else None
+    rows = {}
+    for name in names:
+        s = statistics.median(seconds[name])
+        ratio = ref_s / s if ref_s is not None else None
+        target = 1.0 if name == "reference" else (FAST_TARGET if name in FAST_POLICIES else SPEED_TARGET)
+        rows[name] = {"seconds": s, "touches_per_s": touches / s, "vs_reference": ratio, "target": target,
+                      "ok": None if ratio is None else ratio >= target,
+                      "prefix_hit_rate": last[name][1].prefix_hit_rate}
+    speed = {"trace_requests": len(requests), "touches": touches, "capacity_blocks": blocks,
+             "repeats": repeats, "policies": rows}
+    heap_rows = {}
+    for name in ("reference", "seed", "seed-compact", "lfu", "gdsf", "belady"):
+        if name not in last:  # no reference, or seed withheld (the student release)
+            continue
+        sim = last[name][0]
+        records = len(sim.queue) if name == "reference" else sim.num_records
+        live = len(sim.entries)
+        per_live = records / live if live else 0.0
+        heap_rows[name] = {"records": records, "live": live, "records_per_live": per_live,
+                           "target": HEAP_TARGET if name in ("seed-compact", "gdsf") else None}
+    return speed, {"capacity_blocks": blocks, "policies": heap_rows}
+
+
+# -- 4 and 5: the policy table and the sweep ---------------------------------------------------
+def hit_rates(requests: Sequence[Request], capacities: Sequence[int]) -> Dict[str, Dict[int, float]]:
+    """Prefix-hit rate of every library policy at every capacity (Belady: its block-hit rate too)."""
+    lists = [r.hash_ids for r in requests]
+    future = [k for ids in lists for k in ids]
+    refs = len(future)
+    out: Dict[str, Dict[int, float]] = {name: {} for name in POLICIES}
+    out["belady (block hits)"] = {}
+    for cap in capacities:
+        for name in POLICIES:
+            policy = make_policy(name, cap, future=future)
+            out[name][cap] = sum(policy.replay_requests(lists, 1)) / refs
+            if name == "belady":
+                out["belady (block hits)"][cap] = policy.hits / refs
+    return out
+
+
+def gap_closed(rates: Dict[str, Dict[int, float]], name: str, cap: int) -> Optional[float]:
+    """(policy - lru) / (belady - lru), all prefix-hit rates; Belady's block-hit rate, the bound of
+    the replay protocol, is reported next to it (bypassing mid-prompt blocks, it exceeds its prefix hits)."""
+    gap = rates["belady"][cap] - rates["lru"][cap]
+    return (rates[name][cap] - rates["lru"][cap]) / gap if gap > 0 else None
+
+
+def bench_policies(traces: Dict[str, Tuple[List[Request], str]], capacities: Sequence[int],
+                   conversation_rates: Optional[Dict[str, Dict[int, float]]] = None) -> Dict[str, Any]:
+    out: Dict[str, Any] = {}
+    for trace, (requests, source) in traces.items():
+        rates = conversation_rates if trace == "conversation" and conversation_rates else hit_rates(requests, capacities)
+        rows = {name: {str(cap): {"prefix_hit_rate": rates[name][cap], "gap_closed": gap_closed(rates, name, cap)}
+                       for cap in capacities} for name in rates}
+        online = [n for n in POLICIES if n != "belady"]
+        best = {str(cap): max(online, key=lambda n: rates[n][cap]) for cap in capacities}
+        out[trace] = {"source": source, "requests": len(requests), "capacities": list(capacities),
+                      "policies": rows, "best_online": best}
+    return out
+
+
+def bench_sweep(requests: Sequence[Request], capacities: Sequence[int]) -> Tuple[Dict[str, Any], Dict[str, Dict[int, float]]]:
+    start = time.perf_counter()
+    rates = hit_rates(requests, capacities)
+    seconds = time.perf_counter() - start
+    return ({"requests": len(requests), "capacities": list(capacities), "policies": len(POLICIES),
+             "replays": len(POLICIES) * len(capacities), "seconds": seconds, "target_s": SWEEP_TARGET_S,
+             "ok": seconds <= SWEEP_TARGET_S}, rates)

@@ -1,0 +1,77 @@
+"""`kvsched bench` as markdown: one table per section of the JSON report."""
+from __future__ import annotations
+
+from typing import Any, Dict, Optional
+
+
+def _pct(x: Optional[float]) -> str:
+    return "n/a" if x is None else f"{100 * x:.1f}%"
+
+
+def to_markdown(report: Dict[str, Any]) -> str:
+    m = report["machine"]
+    lines = [f"Machine: {m['cpu']}, {m['cores']} cores, Python {m['python']}, torch {m.get('torch')} "
+             f"({m.get('torch_threads')} threads), device {m.get('device')}."
+             + (" QUICK MODE: small slices, not the real numbers." if report["quick"] else ""), ""]
+    sp = report["speed"]
+    lines += [f"### 1. Replay speed: conversation trace, {sp['capacity_blocks']} blocks, {sp['touches']:,} touches, "
+              f"median of {sp['repeats']}", "",
+              "| policy | seconds | touches/s | x reference | target | prefix hits |", "|---|---:|---:|---:|---:|---:|"]
+    for name, r in sp["policies"].items():
+        if r["vs_reference"] is None:  # no reference to compare with
+            lines.append(f"| {name} | {r['seconds']:.3f} | {r['touches_per_s']:,.0f} | n/a | n/a | "
+                         f"{_pct(r['prefix_hit_rate'])} |")
+            continue
+        ok = "" if name == "reference" else (" ok" if r["ok"] else " **MISS**")
+        lines.append(f"| {name} | {r['seconds']:.3f} | {r['touches_per_s']:,.0f} | {r['vs_reference']:.2f}x | "
+                     f">= {r['target']:g}x{ok} | {_pct(r['prefix_hit_rate'])} |")
+    lines += ["", "### 2. Heap records per live entry, end of that replay", "",
+              "| scheduler | records | live | records / live | target |", "|---|---:|---:|---:|---:|"]
+    for name, r in report["heap"]["policies"].items():
+        target = f"<= {r['target']:g}" + (" ok" if r["records_per_live"] <= r["target"] else " **MISS**") if r["target"] else ""
+        lines.append(f"| {name} | {r['records']:,} | {r['live']:,} | {r['records_per_live']:.2f} | {target} |")
+    kv = report["real_kv"]
+    c = kv["config"]
+    lines += ["", f"### 3. Real KV blocks: prefill with a cached prefix / full prefill ({kv['device']}, {kv['dtype']}, "
+              f"{c['tokens']} tokens, dim {c['dim']}, {c['layers']} layers, {c['heads']} heads / {c['kv_heads']} KV heads; "
+              f"full prefill {kv['full_prefill_seconds'] * 1e3:.1f} ms, median of {kv['repeats']})", "",
+              "| prefix hits | time ratio | FLOP ratio, dense (target) | time / FLOP | FLOP ratio, causal only | within 1.3x |",
+              "|---|---:|---:|---:|---:|---|"]
+    for share, r in kv["hits"].items():
+        lines.append(f"| {share} | {r['time_ratio']:.3f} | {r['flop_ratio_dense']:.3f} | {r['time_over_flop']:.2f} | "
+                     f"{r['flop_ratio_causal']:.3f} | {'yes' if r['ok'] else '**no**'} |")
+    for trace, t in report["policies"].items():
+        caps = t["capacities"]
+        lines += ["", f"### 4. Prefix-hit rate and share of the LRU-to-Belady gap closed: {t['source']}"
+                  f" ({t['requests']:,} requests)", "",
+                  "| policy | " + " | ".join(f"{cap // 1000 if cap >= 1000 else cap}{'k' if cap >= 1000 else ''} blocks"
+                                               for cap in caps) + " |",
+                  "|---|" + "---:|" * len(caps)]
+        for name, row in t["policies"].items():
+            cells = []
+            for cap in caps:
+                r = row[str(cap)]
+                gap = "" if name in ("lru", "belady", "belady (block hits)") else f" ({_pct(r['gap_closed'])})"
+                cells.append(f"{_pct(r['prefix_hit_rate'])}{gap}")
+            lines.append(f"| {name} | " + " | ".join(cells) + " |")
+        lines.append("")
+        lines.append("Best online policy: " + ", ".join(f"{cap}: {n}" for cap, n in t["best_online"].items()))
+    sw = report["sweep"]
+    lines += ["", f"### 5. Sweep: {sw['policies']} policies x {len(sw['capacities'])} capacities on the conversation trace: "
+              f"{sw['seconds']:.1f} s (target <= {sw['target_s']:g} s{'' if sw['ok'] else ', **MISS**'})"]
+    if report.get("grading"):
+        g = report["grading"]
+        lines += ["", f"### Grading: {g['submissions_per_second_per_core']:g} submissions per second per core "
+                      f"({g['submissions']:g} submissions on {g['jobs']:g} {'' if g.get('sandboxed') else 'un'}sandboxed workers in {g['seconds_batch']:g} s; "
+                      f"1,000 on one 16-core machine: about {g['minutes_for_1000_on_16_cores']:g} min)",
+                  "", ", ".join(f"{k} {v:g}" for k, v in g.items())]
+    if report.get("notebooks"):
+        nb = report["notebooks"]
+        lines += ["", f"### Notebooks, top to bottom ({'TODOs filled' if nb['filled'] else 'stubs'}, fresh kernel each; "
+                      f"target <= {nb['target_s']:g} s each, {nb['series_target_s']:g} s in all)", "",
+                  "| notebook | seconds |", "|---|---:|"]
+        errors = nb.get("errors", {})
+        lines += [f"| {name} | {sec:.1f}{f' **{errors[name]}**' if name in errors else ''} |"
+                  for name, sec in nb["seconds"].items()]
+        lines.append(f"| all | {nb['total_seconds']:.1f}{'' if nb['ok'] else ' **MISS**'} |")
+    return "\n".join(lines)

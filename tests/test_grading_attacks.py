@@ -221,8 +221,19 @@ def test_names_that_once_ran_code_or_spoofed_are_data(attacked):
     raw = (out / "grades.csv").read_text(encoding="utf-8")
     assert "'" + FORMULA_NAME in rows and "\u2028" not in raw and str(attacked["root"]) not in raw
     spoof = next(p for p in (out / "feedback").iterdir() if p.name.startswith("surrogate_message")).read_text()
-    assert [line for line in spoof.splitlines() if "Total:" in line] == ["Total: 0 / 100"], "no forged heading"
-    assert all(line.count("`") >= 2 for line in spoof.splitlines() if "<img" in line)
+    assert [line for line in spoof.splitlines() if line.startswith(("Total:", "#"))][:2] == \
+        ["# Feedback: ` surrogate_message.py `", "Total: 0 / 100"], "no forged heading"
+    outside, fence = [], None  # lines a Markdown viewer renders: those outside code blocks
+    for line in spoof.splitlines():
+        if fence is None and line.startswith("```"):
+            fence = line
+        elif fence is not None and line == fence:
+            fence = None
+        elif fence is None:
+            outside.append(line)
+    assert not any(line.startswith("# Total") for line in outside), outside
+    assert all(line.count("`") >= 2 for line in outside if "<img" in line), "HTML only inside code"
+
 
 
 def test_a_class_of_attacks_and_honest_learners(attacked):

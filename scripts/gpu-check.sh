@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # GPU readiness in one go, on a CUDA machine: the CUDA tests, the real-KV replay and `kvsched bench`
-# on the GPU, then one summary (fp16 logits bound measured, prefill time ratio, pool bytes).
+# on the GPU, then one summary (fp16 logits bound measured, prefill time ratio, pool bytes, KV tier copies
+# device <-> pinned host <-> disk and the tiered engine's round trip).
 #
 #   bash scripts/gpu-check.sh            # from the repository root; exits non-zero on any failure
 #
@@ -72,7 +73,7 @@ say "torch $("$PYTHON" -c 'import torch; print(torch.__version__, torch.cuda.get
 
 # 1. The CUDA tests: every test of the pool, the model and the engine, on the GPU where they pick it.
 t0=$(date +%s)
-"$PYTHON" -m pytest -p no:cacheprovider -rs tests/test_block_pool.py tests/test_model.py tests/test_engine.py \
+"$PYTHON" -m pytest -p no:cacheprovider -rs tests/test_block_pool.py tests/test_model.py tests/test_engine.py tests/test_tiers.py \
   >"$OUT/cuda-tests.log" 2>&1
 tests_rc=$?
 tests_line=$(grep -E '(passed|failed|error)' "$OUT/cuda-tests.log" | tail -1)

@@ -1,4 +1,4 @@
-"""Reference answers to notebook 08's two practice TODOs (outside the chapter's 100 points)."""
+"""Reference answers to the practice TODOs of notebooks 08 and 09 (outside the chapter's 100 points)."""
 
 
 def free_queue_after(free_queue, request_blocks):
@@ -13,3 +13,12 @@ def radix_victim(parent, last_access, locked):
     if not leaves:
         return None
     return min(leaves, key=last_access.__getitem__)
+
+
+def place_evicted(block):
+    # Host memory for reused blocks that load faster than they recompute; the disk for the rest, if it wins.
+    if block.hits >= 2 and block.load_s[1] < block.recompute_s:
+        return "host"
+    if block.num_tiers == 3 and block.load_s[2] < block.recompute_s:
+        return "disk"
+    return "drop"

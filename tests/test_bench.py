@@ -155,3 +155,17 @@ def test_a_stuck_or_broken_notebook_is_reported_and_the_others_still_run(tmp_pat
     text = to_markdown({**quick_report(), "notebooks": nb})
     assert "| c_fine.ipynb |" in text and "ZeroDivisionError" in text and "**MISS**" in text
 
+
+
+def test_tier_section_puts_copy_and_recompute_side_by_side_with_the_break_even():
+    t = quick_report()["tiers"]
+    assert positive(t["recompute_s"]) and t["round_trip_exact"]
+    assert set(t["tiny_moves"]) == {"device_to_host_s", "host_to_device_s", "host_to_disk_s", "disk_to_host_s"}
+    for row in t["tiny_moves"].values():  # the verdict follows from the two measured numbers
+        assert positive(row["seconds"]) and row["moving_wins"] == (row["seconds"] < t["recompute_s"])
+    rows = {r["model"]: r for r in t["breakeven"]["H100 SXM"]}
+    assert {"Llama-3-8B", "Llama-3-70B", "Qwen2.5-7B"} <= set(rows)
+    # over plain 10 GbE recomputing Llama-3-8B wins; over PCIe moving wins: the flip is in the table
+    assert rows["Llama-3-8B"]["recompute_over_move"]["10 GbE"] < 1 < rows["Llama-3-8B"]["recompute_over_move"]["PCIe 4.0 x16"]
+    text = to_markdown(quick_report())
+    assert "### 6. KV tiers" in text and "break-even GB/s" in text

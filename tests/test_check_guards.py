@@ -43,7 +43,7 @@ _ROW = "(e.prefix, e.bytes, round(e.priority, 4), e.hits)"
 AIMED = [
     # score: the seeded random cases, each property on its own.
     Aimed("score", "reuse capped at 5 hits", "reuse_bonus = float(hits)", "reuse_bonus = float(min(hits, 5))",
-          "each extra hit must add exactly 1.0 to the score, at any time and size"),
+          "one more hit must raise the score by the same amount at every time and size"),
     Aimed("score", "age scaled by the clock", _RECENCY,
           "recency = 1.0 / (1.0 + max(self.time - last_used, 0) * max(self.time // 10, 1))",
           "not on the clock's absolute value"),

@@ -52,8 +52,37 @@ def test_block_manager_evicts_only_free_blocks_and_frees_tail_first():
     assert [m.allocate() for _ in range(3)] == [3, 2, 1] and m.num_evictions == 2  # "z", then "y" evicted
     assert m.allocate() is None and m.cached_prefix(["x", "y"]) == [0]  # 0 is pinned: never taken
     with pytest.raises(ValueError, match="no request holds it"):
-        m.release([3, 3])  # the second release of 3 finds it free
-    m.check([[0], [2], [1]])
+        m.release([3, 3])  # the second release of 3 would find it free: refused before anything changes
+    m.check([[0], [2], [1], [3]])
+
+
+def test_block_manager_puts_freed_blocks_without_a_key_at_the_front():
+    """vLLM's free_blocks, traced by hand: a request holding 0 (cached "a"), 1 (cached "b") and
+    2 (a partial block, no key) ends. Tail first, 2 goes to the front (nobody can hit it: reuse it
+    first), 1 then 0 to the back, behind the never-used 3."""
+    m = RefCountedBlockManager(MODEL.make_pool(4, BS))
+    table = [m.allocate() for _ in range(3)]
+    m.cache("a", table[0])
+    m.cache("b", table[1])
+    m.release(table)
+    assert list(m.free) == [2, 3, 1, 0]
+    assert m.allocate() == 2 and m.num_evictions == 0  # the keyless block: no eviction
+    table = [2, m.allocate()]  # then 3: a request holding two keyless blocks
+    m.release(table)  # tail first: 3, then 2, both to the front in that order
+    assert list(m.free) == [3, 2, 1, 0] and m.cached_prefix(["a", "b"]) == [0, 1]
+
+
+def test_block_manager_caches_duplicate_full_blocks_as_vllm_does():
+    m = RefCountedBlockManager(MODEL.make_pool(4, BS))
+    first, second = m.allocate(), m.allocate()
+    m.cache("k", first)
+    m.cache("k", second)  # the same prefix block computed twice: both cached
+    assert m.cached == {"k": {first: None, second: None}} and m.cached_prefix(["k"]) == [first]
+    m.release([first])
+    m.release([second])
+    m.check([])
+    assert [m.allocate() for _ in range(3)] == [2, 3, first] and m.cached_prefix(["k"]) == [second]
+    assert m.num_evictions == 1 and m.key_of == {second: "k"}
 
 
 # -- running -------------------------------------------------------------------------------------
@@ -130,12 +159,45 @@ def test_bad_requests_are_rejected_without_changing_state(prompt, out, error):
     assert eng.run().requests_finished == 1
 
 
-@pytest.mark.parametrize("field", ["num_blocks", "tokens_per_block", "max_running", "max_output_tokens"])
+@pytest.mark.parametrize("field", ["num_blocks", "tokens_per_block", "max_running", "max_output_tokens",
+                                   "max_num_batched_tokens"])
 def test_bad_config_is_rejected(field):
-    good = dict(num_blocks=8, tokens_per_block=4, max_running=2, max_output_tokens=4)
+    good = dict(num_blocks=8, tokens_per_block=4, max_running=2, max_output_tokens=4, max_num_batched_tokens=None)
     for bad in (0, -1, True, 2.0):
         with pytest.raises(ValueError, match=field):
             ConcurrentConfig(**{**good, field: bad})
+
+
+# -- chunked prefill ------------------------------------------------------------------------------
+def test_a_long_prompt_is_prefilled_over_several_steps_under_the_token_budget():
+    """Budget 8 tokens a step, a prompt of 30 and another of 5, traced by hand. Step 1: 8 tokens of
+    the long prompt (its admission takes the whole budget). Steps 2-3: 8 more each. Step 4: its last
+    6 tokens (it samples its first token), then the short prompt is admitted with the 2 tokens left.
+    Step 5: the long one decodes (1), the short one prefills its last 3 and samples."""
+    eng = ConcurrentEngine(MODEL, ConcurrentConfig(num_blocks=20, tokens_per_block=BS, max_running=4,
+                                                   max_output_tokens=3, max_num_batched_tokens=8))
+    long_, short = eng.submit(list(range(1, 31)), 3), eng.submit([40, 41, 42, 43, 44], 3)
+    computed = []
+    for _ in range(5):
+        eng.step()
+        eng.check_consistency()
+        computed.append((long_.num_computed_tokens, len(long_.generated), short.num_computed_tokens,
+                         len(short.generated)))
+    assert computed == [(8, 0, 0, 0), (16, 0, 0, 0), (24, 0, 0, 0), (30, 1, 2, 0), (31, 2, 5, 1)]
+    report = eng.run()
+    assert report.partial_prefills == 4  # three chunks of the long prompt, one of the short
+    result = eng.check_outputs()
+    assert result["checked"] == 2 and result["match"] and result["max_abs_logit_diff"] <= result["tolerance"]
+
+
+def test_chunked_prefill_with_preemption_still_equals_a_full_recompute():
+    reqs = shared_prefix_requests(3, n=6)
+    eng = ConcurrentEngine(MODEL, ConcurrentConfig(num_blocks=12, tokens_per_block=BS, max_running=4,
+                                                   max_output_tokens=8, max_num_batched_tokens=5))
+    report = run_checked(eng, reqs)
+    assert report.requests_finished == len(reqs) and report.partial_prefills > 0 and report.preemptions > 0
+    result = eng.check_outputs()
+    assert result["checked"] == len(reqs) and result["match"] and result["max_abs_logit_diff"] <= result["tolerance"]
 
 
 def test_run_concurrent_on_trace_requests_reports_every_figure():
@@ -167,9 +229,11 @@ def test_cli_concurrent_mode(capsys):
     from kvsched_lab.cli.main import main
 
     args = ["replay", "--trace", "synthetic", "--policy", "vllm", "--concurrent", "--capacity-blocks", "600",
+            "--max-num-batched-tokens", "64",
             "--tokens-per-block", "4", "--max-requests", "3", "--max-output-tokens", "3", "--device", "cpu",
             "--json", "--quiet"]
     assert main(args) == 0
     out = json.loads(capsys.readouterr().out)
     assert out["requests_finished"] == 3 and out["outputs_match"] is True and out["tokens_generated"] <= 9
+    assert out["partial_prefills"] > 0  # synthetic prompts are hundreds of tokens: chunked under 64 a step
     assert main(args[:4] + ["lru"] + args[5:]) == 2 and "use --policy vllm" in capsys.readouterr().err

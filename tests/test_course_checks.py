@@ -222,6 +222,28 @@ def test_answers_default_to_a_folder_in_the_working_directory(tmp_path, monkeypa
     assert lab.answers_dir() == tmp_path / "kvsched_answers"
 
 
+def test_both_editions_of_a_course_share_one_answers_folder(tmp_path, monkeypatch, capsys):
+    """The zh edition (notebooks/zh/ beside the English notebooks) saves where the English does:
+    a TODO passed in English counts in Chinese (zh/06 once said heap was missing)."""
+    monkeypatch.delenv(lab.ANSWERS_ENV, raising=False)
+    zh = tmp_path / "notebooks" / "zh"
+    zh.mkdir(parents=True)
+    for folder in (zh.parent, zh):
+        (folder / "03_eviction_heap_and_lazy_deletion.ipynb").write_text("{}")
+    monkeypatch.chdir(zh.parent)
+    heap = reference_sources()["heap"]
+    lab.save_answer("heap", load_method("heap", heap), source=heap)
+    monkeypatch.chdir(zh)
+    assert lab.answers_dir() == zh.parent / "kvsched_answers"
+    assert lab.answer_status()["heap"].passed
+    # A folder named zh that is not an edition beside the English notebooks keeps its own answers.
+    alone = tmp_path / "elsewhere" / "zh"
+    alone.mkdir(parents=True)
+    (alone / "03_eviction_heap_and_lazy_deletion.ipynb").write_text("{}")
+    monkeypatch.chdir(alone)
+    assert lab.answers_dir() == alone / "kvsched_answers"
+
+
 # --------------------------------------------------------------------------- hints, reveal
 
 
@@ -504,8 +526,9 @@ AGING_RIGHT = {  # same decisions as GDSF over the base score in scope, written 
 AGING_WRONG = {  # plausible mistakes, each with a phrase its message must contain
     "no aging": ("score = chapter_score", "ignores self.inflation"),
     "L subtracted": ("score = chapter_score - self.inflation", "must raise the score, not lower it"),
-    "L multiplied": ("score = self.inflation * chapter_score", "not scaled"),
-    "L counted twice": ("score = 2 * self.inflation + chapter_score", "not scaled"),
+    "L multiplied": ("score = self.inflation * chapter_score", "more than L itself rose"),
+    "L counted twice": ("score = 2 * self.inflation + chapter_score", "more than L itself rose"),
+    "L halved": ("score = 0.5 * self.inflation + chapter_score", "less than L itself rose"),
     "size dropped": ("score = self.inflation + hits", "bigger entry must still score lower"),
     "hits squared": ("score = self.inflation + hits * hits + 0.5 - 0.25 * size / self.capacity_bytes",
                      "'hot' was never evicted"),
@@ -559,6 +582,18 @@ def test_aging_wrong_answers_fail_with_a_useful_message(why, lang, monkeypatch):
 def test_aging_stub_is_not_attempted():
     stub = load_method("aging", _stub_source("aging"))
     assert lab.grade("aging", stub).status == "not attempted"
+
+
+def test_optional_aging_left_alone_says_so_without_stopping_run_all(lang, capsys):
+    """An optional TODO left alone prints "not attempted" and returns (Run All goes on, notebook
+    05 failed here before); a wrong attempt still raises, like the graded five's."""
+    assert lab.check("aging", load_method("aging", _stub_source("aging")), save=False) is None
+    out = capsys.readouterr().out
+    assert {"en": "not attempted (optional", "zh": "尚未作答（选做"}[lang] in out and "lab.hint('aging')" in out
+    with pytest.raises(lab.CheckFailed):
+        lab.check("aging", _aging_fn("score = chapter_score"), save=False)
+    with pytest.raises(lab.NotAttempted):  # a graded TODO left alone still stops the notebook
+        lab.check("score", load_method("score", _stub_source("score")), save=False)
 
 
 def test_aging_scheduler_without_aging_decides_like_the_chapters_scheduler():

@@ -15,7 +15,7 @@ from kvsched_lab.cli.gpu_check import GpuCheckSettings, run_gpu_check, summary_l
 
 ROOT = Path(__file__).resolve().parents[1]
 SMALL = GpuCheckSettings(device="cpu", replay_requests=6, replay_capacity_blocks=500, kv_tokens=64, kv_dim=64,
-                         kv_layers=1, kv_repeats=1)
+                         kv_layers=1, kv_repeats=1, tier_blocks=4)
 
 
 @pytest.fixture(scope="module")
@@ -32,8 +32,11 @@ def test_cpu_report_measures_logits_replay_pool_and_prefill(report):
     assert rp["pool_bytes"] == rp["pool_blocks"] * block_bytes > 0
     assert set(report["prefill"]["hits"]) == {"50%", "90%"}
     lines = summary_lines(report)
-    assert [line.split()[0] for line in lines] == ["device", "logits", "replay", "pool", "prefill"]
+    assert [line.split()[0] for line in lines] == ["device", "logits", "replay", "pool", "prefill", "tiers", "round"]
     assert f"{rp['pool_bytes']:,} B" in lines[3] and "ok" in lines[1]
+    tiers = report["tiers"]  # the tier measurements: positive per-block times, an exact round trip
+    assert all(v > 0 for v in tiers["per_block_s"].values()) and tiers["round_trip_exact"]
+    assert tiers["round_trip"]["ok"] and not tiers["host_pinned"] and lines[-1].endswith("ok")
 
 
 def test_a_logit_difference_over_the_bound_fails_the_check(monkeypatch):

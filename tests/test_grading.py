@@ -193,7 +193,8 @@ def _feedback(batch, name: str) -> str:
 
 def test_batch_runs_and_writes_the_documented_columns(batch):
     assert batch["code"] == 0
-    assert batch["header"] == ["submission", "score", "heap", "stale", "entry", "snapshot", "total", "status"]
+    assert batch["header"] == ["submission", "score", "heap", "stale", "entry", "snapshot", "total", "status",
+                               "graded_total", "overrides"]
     assert set(batch["rows"]) == set(batch["want"]), "every submission is one row, the folders included"
 
 
@@ -579,7 +580,7 @@ def test_release_ships_a_complete_and_current_chinese_edition(tmp_path):
 
 def test_grade_refuses_without_a_sandbox_unless_told(monkeypatch, tmp_path, capsys):
     """Where bubblewrap cannot run, `kvsched grade` stops and says how to enable it or go without;
-    `kvsched doctor` says the same. (A probe that fails is simulated: here it may well work.)"""
+    `kvsched doctor --grading` says the same. (A probe that fails is simulated: here it may well work.)"""
     from kvsched_lab.cli.doctor import diagnose
     from kvsched_lab.grading import sandbox
 
@@ -590,7 +591,7 @@ def test_grade_refuses_without_a_sandbox_unless_told(monkeypatch, tmp_path, caps
     err = capsys.readouterr().err
     assert "bubblewrap (bwrap) is not installed" in err and "apt-get install bubblewrap" in err and "--no-sandbox" in err
     assert not (tmp_path / "out").exists()
-    row = next(r for r in diagnose() if r[0] == "grading sandbox")
+    row = next(r for r in diagnose(grading=True) if r[0] == "grading sandbox")
     assert row[1] is False and "--no-sandbox" in row[2] and "apt-get install bubblewrap" in row[2]
 
 
@@ -630,7 +631,8 @@ def test_feedback_language_changes_the_feedback_only(tmp_path):
         out = tmp_path / lang
         assert grade_main([str(tmp_path / "class"), "--out", str(out), "--jobs", "2", "--timeout", "5",
                            "--lang", lang, *SANDBOX_ARGS]) == 0
-        feedback[lang] = {p.name: p.read_text(encoding="utf-8") for p in (out / "feedback").iterdir()}
+        feedback[lang] = {p.name: p.read_text(encoding="utf-8") for p in (out / "feedback").glob("*.md")}
+        assert sorted(p.stem for p in (out / "feedback").glob("*.html")) == sorted(Path(n).stem for n in feedback[lang])
     assert (tmp_path / "en" / "grades.csv").read_bytes() == (tmp_path / "zh" / "grades.csv").read_bytes()
     rows = {Path(r["submission"]).name: r for r in csv.DictReader(open(tmp_path / "zh" / "grades.csv"))}
     assert rows["wrong.py"]["score"] != "20" and rows["ref.py"]["total"] == "100"  # a real mix of outcomes

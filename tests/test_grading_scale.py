@@ -121,12 +121,15 @@ def test_every_output_carries_the_version_stamp(single):
     assert manifest.shard is None and manifest.rows == manifest.learners and len(manifest.rows) == SIZE
     import hashlib
     assert manifest.grades_sha256 == hashlib.sha256(single["files"]["grades.csv"]).hexdigest()
-    feedback = [text.decode() for name, text in single["files"].items() if name.startswith("feedback/")]
-    assert len(feedback) == SIZE
+    feedback = [text.decode() for name, text in single["files"].items() if name.startswith("feedback/")
+                and name.endswith(".md")]
+    pages = [text.decode() for name, text in single["files"].items() if name.endswith(".html")]
+    assert len(feedback) == SIZE and len(pages) == SIZE  # each as Markdown and as an HTML page
+    line = (f"Graded by kvsched-lab {manifest.stamp.grader_version} (grader {manifest.stamp.grader_sha256[:12]}), "
+            f"hidden cases sha256 {manifest.stamp.cases_sha256}.")
     for text in feedback:
-        assert text.rstrip().splitlines()[-1] == (f"Graded by kvsched-lab {manifest.stamp.grader_version} (grader "
-                                                  f"{manifest.stamp.grader_sha256[:12]}), hidden cases sha256 "
-                                                  f"{manifest.stamp.cases_sha256}.")
+        assert text.rstrip().splitlines()[-1] == line
+    assert all(line in page for page in pages)
 
 
 # --------------------------------------------------------------------------- progress

@@ -8,15 +8,17 @@ run side by side:
   reference of `solutions.practice`): every cell passes (both editions);
 - **stub**: the notebooks as shipped: exactly the check cells fail (``validate --invert``), practice
   checks included, nothing else, with the "not attempted" message in the notebook's language (the
-  zh setup cell selects it). Of the zh edition only the notebooks with TODOs (graded or practice)
-  run here: the others
-  hold the English code cell for cell (tests/test_i18n_edition.py), which this run already executes
-  as shipped;
+  zh setup cell selects it); the optional ``aging`` check says "not attempted" without failing, so
+  Run All goes on. Of the zh edition only the notebooks with TODOs (graded or practice) run here:
+  the others hold the English code cell for cell (tests/test_i18n_edition.py), which this run
+  already executes as shipped;
 - then, in the stub run, copies with the chapter's answer line pasted into ONE TODO stub:
   exactly that check turns green.
 
 The optional ``aging`` TODO (notebook 05, beyond the chapter) takes part in all three like the
-five, with its reference kept in ``solutions/aging.py``; the grader never sees it.
+five, with its reference kept in ``solutions/aging.py``; the grader never sees it. The filled run
+also logs, kernel by kernel, which cells drew a figure and whether it was shown
+(tests/notebook_figures.py).
 """
 from __future__ import annotations
 
@@ -31,6 +33,7 @@ from pathlib import Path
 
 import pytest
 
+import notebook_figures
 from kvsched_lab.course.checks import NotAttempted, grade
 from kvsched_lab.course.hints import HINTS_FILENAME
 from kvsched_lab.course.practice import check_practice
@@ -108,13 +111,14 @@ def paste(source: str, line: str) -> str:
 class Run:
     """One nbval subprocess over some notebooks in a fresh folder with fresh answers."""
 
-    def __init__(self, folder: Path, notebooks: dict):
+    def __init__(self, folder: Path, notebooks: dict, log_figures: bool = False):
         self.folder = folder
         self.answers = folder / "answers"
         folder.mkdir(parents=True)
         (folder / "pytest.ini").write_text("[pytest]\n")
         (folder / "conftest.py").write_text(_RECORDER)
         self.names = []
+        self.notebooks = notebooks
         for name, nb in notebooks.items():
             write_notebook(nb, folder / name)
             self.names.append(name)
@@ -122,6 +126,8 @@ class Run:
         # that slows a tiny model's prefill several-fold.
         env = dict(os.environ, KVSCHED_ANSWERS=str(self.answers), PYTHONDONTWRITEBYTECODE="1", OMP_NUM_THREADS="1",
                    PYTHONPATH=os.pathsep.join([str(ROOT)] + [p for p in [os.environ.get("PYTHONPATH")] if p]))
+        if log_figures:
+            notebook_figures.install(folder, env)
         cmd = [sys.executable, "-m", "pytest", "--nbval-lax", "--nbval-current-env",
                f"--nbval-cell-timeout={CELL_TIMEOUT_S}", "-p", "no:cacheprovider", "-q",
                "-c", str(folder / "pytest.ini"), "--rootdir", str(folder), *self.names]
@@ -171,7 +177,7 @@ def runs(tmp_path_factory):
             pasted[f"paste_{todo}__{name}"] = fill_todos(nb, {todo: src})
     # Two subprocesses side by side (one per core). The pasted copies run after the stubs in the
     # same kernel-per-notebook run: the stubs start from an empty answers folder and save nothing.
-    started = {"filled": Run(base / "filled", filled),
+    started = {"filled": Run(base / "filled", filled, log_figures=True),
                "stub": Run(base / "stub", {**nbs, **zh_with_todos, **pasted})}
     done = {k: r.wait() for k, r in started.items()}
     for k, r in done.items():
@@ -192,6 +198,12 @@ def _check_cell_indices(nb, kind="check"):
     return out
 
 
+def _graded_check_cells(nb):
+    """The check cells that stop Run All on a stub: all but the optional TODOs' (those only say
+    "not attempted", tests/test_course_checks.py)."""
+    return {i: n for i, n in _check_cell_indices(nb).items() if n not in OPTIONAL_TODO_METHODS}
+
+
 # --------------------------------------------------------------------------- executed
 
 
@@ -205,6 +217,28 @@ def test_filled_notebooks_pass_every_cell(runs):
 def answer_files(folder):
     """The saved answers in `folder` (hint progress lives there too, in its own file)."""
     return {p.stem: json.loads(p.read_text()) for p in folder.glob("*.json") if p.name != HINTS_FILENAME}
+
+
+# Cells that plainly draw (the library's plots, or a figure of their own); each must be seen drawing.
+DRAWS = re.compile(r"plots\.plot_\w+\(|plt\.subplots\(")
+
+
+def test_every_plotting_cell_shows_its_figure_in_a_fresh_kernel(runs):
+    """Each notebook runs in its own fresh kernel; a cell that creates a figure must display it
+    (Run All, as a learner does), and no figure may be left open and unshown after any cell."""
+    log = notebook_figures.read(runs["filled"].folder)
+    drew = [r for r in log if r["figures"]]
+    # Shown as an image, or inside a widget the cell displays (the score explorer draws its
+    # figure into an Image widget and closes it).
+    assert not [r["source"][:200] for r in drew if not r["images"] and not r["widgets"]], "figures never shown"
+    assert not [(r["source"][:200], r["open"]) for r in log if r["open"]], "figures left open, unshown"
+    assert all(r["interactive"] for r in drew), "a figure turned matplotlib's interactive mode off"
+    # The log sees every cell that plainly draws, in both editions (so the checks above are not empty).
+    drawn = {r["source"] for r in drew}
+    for name, nb in runs["filled"].notebooks.items():
+        for cell in code_cells(nb):
+            if DRAWS.search(cell_source(cell)):
+                assert cell_source(cell) in drawn, (name, cell_source(cell)[:200])
 
 
 def test_filled_run_saved_all_five_answers_from_the_kernel(runs):
@@ -226,7 +260,7 @@ def test_stub_notebooks_fail_exactly_their_check_cells(runs, lang):
         paths = {ZH_PREFIX + p.name: p for p in ZH_NOTEBOOKS if has_todos(read_notebook(p))}
     assert len(paths) == (len(NOTEBOOKS) if lang == "en" else len(EXERCISE_NOTEBOOKS))
     for name, path in paths.items():
-        checks = _check_cell_indices(read_notebook(path))
+        checks = _graded_check_cells(read_notebook(path))
         practice = _check_cell_indices(read_notebook(path), "practice-check")
         got = failed.get(name, {})
         assert set(got) == set(checks) | set(practice), (name, sorted(got), sorted(checks), run.output[-4000:])
@@ -243,8 +277,7 @@ def test_pasting_the_chapters_answer_turns_exactly_its_check_green(runs):
     for name in pasted:
         todo = re.match(r"paste_(\w+?)__", name).group(1)
         nb = read_notebook(run.folder / name)
-        checks = _check_cell_indices(nb)
-        should_fail = {i for i, n in checks.items() if n != todo}
+        should_fail = {i for i, n in _graded_check_cells(nb).items() if n != todo}
         assert set(failed.get(name, {})) == should_fail, (name, failed.get(name), run.output[-4000:])
     # Only the pasted answers were saved (untouched stubs never save), and each of them passes.
     saved = {name: record["status"] for name, record in answer_files(run.answers).items()}

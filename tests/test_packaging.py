@@ -60,3 +60,21 @@ def test_doctor_reports_every_component(capsys):
     for word in ("python", "torch", "gpu", "jupyterlab", "ipywidgets", "matplotlib"):
         assert word in out
     assert code in (0, 1) and ("all set" in out) == (code == 0)
+
+
+def test_doctor_shows_the_grading_sandbox_only_to_instructors_who_ask(monkeypatch, capsys):
+    """A learner's `kvsched doctor` (notebook 00) has no sandbox line, not even a failing one;
+    `--grading` adds it, and then a sandbox that cannot run is a problem (exit 1, "fix first")."""
+    from kvsched_lab.grading import sandbox
+
+    monkeypatch.setattr(sandbox, "probe", lambda: (False, "bubblewrap (bwrap) is not installed"))
+    learner = main(["doctor"])
+    out = capsys.readouterr().out
+    assert "sandbox" not in out and "bubblewrap" not in out and "sysctl" not in out
+    instructor = main(["doctor", "--grading"])
+    out = capsys.readouterr().out
+    assert "NO  grading sandbox" in out and "apt-get install bubblewrap" in out and "fix first:" in out
+    assert instructor == 1 and "grading sandbox" in out.splitlines()[-1]
+    monkeypatch.setattr(sandbox, "probe", lambda: (True, "bubblewrap works: learner code runs sandboxed"))
+    assert main(["doctor", "--grading"]) == learner
+    assert "ok  grading sandbox" in capsys.readouterr().out

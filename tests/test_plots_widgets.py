@@ -337,3 +337,25 @@ def test_heap_growth_takes_labelled_classes_and_skips_withheld_names(monkeypatch
     assert plots.record_heap_growth(ids, capacity_blocks=100) == {}
     assert "skipped seed, seed-compact: withheld in the student release" in capsys.readouterr().out
     assert plots.plot_heap_growth({}).axes[0].get_legend() is None  # "nothing to plot", no crash
+
+
+def test_a_plot_keeps_what_the_backend_set_while_it_drew(monkeypatch):
+    """A kernel's first figure loads the inline backend, which turns interactive mode on. The font
+    wrapper used to restore every rcParam afterwards, turning it off again, so notebook 03's last
+    figure never showed (failed before the fix). It must put back only the font it set."""
+    monkeypatch.setattr(plots, "font_rc", lambda lang: {"font.family": ["DejaVu Sans"]})
+    family = list(plt.rcParams["font.family"])
+    was = matplotlib.is_interactive()
+
+    @plots._localized
+    def first_figure():
+        matplotlib.interactive(True)  # what loading the inline backend does
+        assert plt.rcParams["font.family"] == ["DejaVu Sans"]
+        return plt.figure()
+
+    try:
+        matplotlib.interactive(False)
+        first_figure()
+        assert matplotlib.is_interactive() and plt.rcParams["font.family"] == family
+    finally:
+        matplotlib.interactive(was)

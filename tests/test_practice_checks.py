@@ -115,7 +115,7 @@ LEAF_WRONG = {
     "newest leaf": (newest_leaf, "longest ago"),
     "never None": (never_none, "return None"),
     "raises": (raises_when_empty, "raised ValueError"),
-    "a list": (returns_a_list, "not a cached block"),
+    "a list": (returns_a_list, "not a node of the tree"),
 }
 
 
@@ -154,3 +154,75 @@ def test_the_stub_is_not_attempted_and_the_reference_passes(name, lang, capsys):
         check_practice(name, 3)
     with pytest.raises(ValueError, match="unknown practice" if en else "没有名为 'nope' 的练习"):
         check_practice("nope", stub)
+
+
+# -- tier_choice (notebook 09) --------------------------------------------------------------------
+def tier_by_saving(block):
+    """Right, written differently: the tier that saves the most time, reserved by reuse."""
+    options = {"drop": 0.0}
+    if block.hits >= 2:
+        options["host"] = block.recompute_s - block.load_s[1]
+    elif block.num_tiers > 2:
+        options["disk"] = block.recompute_s - block.load_s[-1]
+    return max(options, key=options.get)
+
+
+def tier_nested(block):
+    reused = block.hits > 1
+    if reused and block.recompute_s > block.load_s[1]:
+        return "host"
+    has_disk = len(block.load_s) == 3
+    return "disk" if has_disk and block.recompute_s > block.load_s[2] else "drop"
+
+
+TIER_WRONG = {
+    "always host": (lambda b: "host", "used by one request on the host"),
+    "always drop": (lambda b: "drop", "did not go to the host"),
+    "ignores costs": (lambda b: "host" if b.hits >= 2 else ("disk" if b.num_tiers == 3 else "drop"),
+                      "more slowly than it is recomputed"),
+    "ignores the tiers": (lambda b: "host" if b.hits >= 2 and b.load_s[1] < b.recompute_s else "disk",
+                          "without a disk tier"),
+    "reuse is > 2": (lambda b: "host" if b.hits > 2 and b.load_s[1] < b.recompute_s else
+                     ("disk" if b.num_tiers == 3 and b.load_s[2] < b.recompute_s else "drop"), "used by 2 requests"),
+    "never the disk": (lambda b: "host" if b.hits >= 2 and b.load_s[1] < b.recompute_s else "drop",
+                       "the disk gives back faster"),
+    "a tier number": (lambda b: 1, "return 'host', 'disk' or 'drop'"),
+    "returns nothing": (lambda b: None, "not None"),
+}
+
+
+@pytest.mark.parametrize("fn", [tier_by_saving, tier_nested])
+def test_tier_choice_right_but_different_answers_pass(fn, lang, capsys):
+    check_practice("tier_choice", fn)
+    assert ("passed" if lang == "en" else "通过") in capsys.readouterr().out
+
+
+@pytest.mark.parametrize("fn, message", TIER_WRONG.values(), ids=list(TIER_WRONG))
+def test_tier_choice_wrong_answers_fail_with_a_message_that_names_the_problem(fn, message, lang, monkeypatch):
+    test_wrong_answers_fail_with_a_message_that_names_the_problem("tier_choice", fn, message, lang, monkeypatch)
+
+
+def test_tier_choice_hints_quote_the_check_and_speak_both_languages(tmp_path, monkeypatch, capsys):
+    import re
+    from pathlib import Path
+
+    import kvsched_lab.course as lab
+    from kvsched_lab.course.hints import PRACTICE_HINTS
+    from kvsched_lab.i18n.catalogue import extract
+
+    source = (Path(__file__).resolve().parents[1] / "kvsched_lab" / "course" / "practice_tiers.py").read_text()
+    source = re.sub(r"[\"']\s*\n\s*f?[\"']", "", source)  # adjacent literals joined, as Python does
+    tiers = PRACTICE_HINTS["tier_choice"]
+    quotes = re.findall(r"“([^”]+)”", tiers[2])
+    assert len(quotes) >= 3 and all(q in source for q in quotes)
+    assert all(k in extract() for k in tiers)  # every tier is in the runtime catalogue
+    monkeypatch.setenv(lab.ANSWERS_ENV, str(tmp_path / "answers"))
+    for tier in (1, 2, 3, 4):
+        lab.hint("tier_choice")
+        assert f"hint {tier}/4" in capsys.readouterr().out
+    lab.reveal("tier_choice")
+    assert "def place_evicted(block)" in capsys.readouterr().out
+    monkeypatch.setenv(LANG_ENV, "zh")
+    lab.hint("tier_choice", 3)
+    out = capsys.readouterr().out
+    assert "提示 3/4" in out and "“" in out

@@ -119,7 +119,7 @@ def test_replay_result_names_the_scheduler_and_counts_block_hits():
     row = res.to_dict()
     assert row["policy"] == "lru" and row["block_hits"] == 4 and set(row) == {
         "policy", "capacity_blocks", "requests", "block_refs", "prefix_hits", "prefix_hit_rate", "wall_seconds",
-        "block_hits", "block_hit_rate"}
+        "block_hits", "block_hit_rate", "metric", "prompt_tokens", "prefix_hit_tokens"}
     assert replay(HAND_TRACE, KVCacheSchedulerSim, 3).policy == "KVCacheSchedulerSim"
 
     def factory(capacity_bytes):
@@ -204,3 +204,42 @@ def test_any_factory_or_instance_replays_and_the_time_is_measured():
     inner = KVCacheSchedulerSim(3)
     bare = SimpleNamespace(entries=inner.entries, touch=inner.touch)
     assert replay(HAND_TRACE, bare, 3).prefix_hits == 4
+
+
+# Four-token blocks, traced by hand. Only full blocks are cached (input_length // 4 of them), and
+# a hit covers at most input_length - 1 tokens, in whole blocks ((input_length - 1) // 4).
+TOKEN_TRACE = [
+    Request(0, 10, 1, (1, 2, 3)),     # replays [1, 2] (3 is partial): 0 hits; 10 tokens
+    Request(1, 8, 1, (1, 2)),         # [1, 2]: 2 cached, capped at 7 tokens -> 1 block = 4 tokens
+    Request(2, 13, 1, (1, 2, 3, 4)),  # [1, 2, 3]: 1, 2 cached (3 never was) -> 8 tokens
+    Request(3, 12, 1, (1, 2, 3)),     # [1, 2, 3]: all 3 cached, capped at 11 tokens -> 2 blocks = 8 tokens
+]
+
+
+def test_vllm_token_metric_by_hand():
+    blocks = replay(TOKEN_TRACE, "vllm", 100, block_tokens=4)  # the protocol: hits 0 + 2 + 3 + 3 of 12 refs
+    assert (blocks.metric, blocks.prefix_hits, blocks.block_refs, blocks.prompt_tokens) == ("blocks", 8, 12, None)
+    assert blocks.prefix_hit_rate == pytest.approx(8 / 12)
+    tokens = replay(TOKEN_TRACE, "vllm", 100, metric="vllm-tokens", block_tokens=4)
+    assert (tokens.prefix_hit_tokens, tokens.prompt_tokens, tokens.block_refs) == (20, 43, 2 + 2 + 3 + 3)
+    assert tokens.prefix_hits == 0 + 2 + 2 + 3  # uncapped hit blocks among the full blocks
+    assert tokens.prefix_hit_rate == pytest.approx(20 / 43)
+    with pytest.raises(ValueError, match="metric"):
+        replay(TOKEN_TRACE, "vllm", 100, metric="tokens")
+    with pytest.raises(ValueError, match="block_tokens"):
+        replay(TOKEN_TRACE, "vllm", 100, metric="vllm-tokens", block_tokens=0)
+
+
+def test_cli_replay_says_what_its_metric_counts(tmp_path, capsys):
+    path = tmp_path / "t.jsonl"
+    save_trace(HAND_TRACE, path)
+    assert main(["replay", "--trace", str(path), "--policy", "vllm", "--capacity-blocks", "3", "--quiet",
+                 "--metric", "vllm-tokens"]) == 0
+    out = capsys.readouterr().out
+    assert "vllm-tokens: prefix_hit_rate = cached prompt tokens / prompt tokens" in out
+    assert "prompt_tokens" in out and "prefix_hit_tokens" in out
+    assert main(["replay", "--trace", str(path), "--capacity-blocks", "3", "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["metric"] == "blocks"
+    assert main(["replay", "--trace", str(path), "--capacity-blocks", "3", "--concurrent",
+                 "--policy", "vllm", "--metric", "vllm-tokens"]) == 2
+    assert "--metric" in capsys.readouterr().err

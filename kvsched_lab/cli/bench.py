@@ -12,6 +12,8 @@ Sections (each a key of the JSON report, each a table of the markdown report):
 4. ``policies``: prefix-hit rate of every policy at 4k, 8k and 16k blocks on both Mooncake traces,
    with the share of the LRU-to-optimal gap each closes: (policy - lru) / (belady - lru).
 5. ``sweep``: wall time of all policies x 8 capacities on the conversation trace (one core).
+6. ``tiers``: copy time per block device <-> host <-> disk next to recompute time, and the
+   break-even link speed for real models (kvsched_lab/cli/bench_tiers.py).
 
 Timings are ratios measured in the same run, because other work on the machine moves absolute
 times; a benchmark, not a timed test. ``--quick`` runs every section on a small slice (tests use it).
@@ -114,6 +116,9 @@ def run_bench(quick: bool = False, grading: bool = False, device: Optional[str] 
     table_traces = {k: (v[0][:s.table_requests], v[1]) for k, v in traces.items()}
     reuse = sweep_rates if s.sweep_requests == s.table_requests and set(s.table_capacities) <= set(s.sweep_capacities) else None
     report["policies"] = bench_policies(table_traces, s.table_capacities, reuse)
+    from kvsched_lab.cli.bench_tiers import bench_tiers
+
+    report["tiers"] = bench_tiers(quick, device)
     if grading and not quick:
         try:
             from kvsched_lab.grading import bench_grading

@@ -59,6 +59,10 @@ def to_markdown(report: Dict[str, Any]) -> str:
     sw = report["sweep"]
     lines += ["", f"### 5. Sweep: {sw['policies']} policies x {len(sw['capacities'])} capacities on the conversation trace: "
               f"{sw['seconds']:.1f} s (target <= {sw['target_s']:g} s{'' if sw['ok'] else ', **MISS**'})"]
+    if report.get("tiers"):  # section 6 (cli/bench_tiers.py)
+        from kvsched_lab.cli.bench_tiers import tiers_markdown
+
+        lines += tiers_markdown(report["tiers"])
     if report.get("grading"):
         g = report["grading"]
         lines += ["", f"### Grading: {g['submissions_per_second_per_core']:g} submissions per second per core "

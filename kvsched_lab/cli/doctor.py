@@ -1,4 +1,8 @@
-"""`kvsched doctor`: what this machine offers the course, and what to do about what is missing."""
+"""`kvsched doctor`: what this machine offers the course, and what to do about what is missing.
+
+A learner sees only what the notebooks need; `kvsched doctor --grading` adds what an instructor
+needs to grade here (the sandbox for learner code), and then counts it as a problem when missing.
+"""
 from __future__ import annotations
 
 import argparse
@@ -20,7 +24,12 @@ def _version(module: str) -> str | None:
     return getattr(mod, "__version__", "installed")
 
 
-def diagnose() -> List[Row]:
+# Rows whose "NO" is not a problem: the reference is withheld from students on purpose.
+NOT_PROBLEMS = ("reference solutions",)
+
+
+def diagnose(grading: bool = False) -> List[Row]:
+    """One row per component; with `grading`, the instructor's rows too (the grading sandbox)."""
     rows: List[Row] = []
     py_ok = sys.version_info >= (3, 10)
     rows.append(("python", py_ok, platform.python_version() if py_ok else
@@ -50,7 +59,8 @@ def diagnose() -> List[Row]:
     rows.append(("reference solutions", _version("solutions") is not None,
                  _("present (instructor copy)") if _version("solutions") is not None
                  else _("withheld (student release): lab.reveal() will say so")))
-    rows += _grading_sandbox()
+    if grading:
+        rows += _grading_sandbox()
     return rows
 
 
@@ -59,33 +69,40 @@ def _grading_sandbox() -> List[Row]:
     try:
         from kvsched_lab.grading import sandbox
     except ImportError:
-        return []
+        return [("grading sandbox", False, _("the grader is not in this copy (a student release): grade with "
+                                             "the instructor's copy of the course"))]
     works, why = sandbox.probe()
     if works:
         return [("grading sandbox", True, why)]
-    return [("grading sandbox", False, f"{why}: `kvsched grade` refuses unless --no-sandbox. To enable it: "
-                                       f"{sandbox.HOW_TO_ENABLE}")]
+    return [("grading sandbox", False, _("{why}: `kvsched grade` refuses unless --no-sandbox. To enable it: {how}",
+                                         why=why, how=sandbox.HOW_TO_ENABLE))]
+
+
+def problems(rows: List[Row]) -> List[str]:
+    """The components to fix before the course (or, with --grading, grading) works here."""
+    # Where the reference is (an instructor copy, which grades), a broken grading sandbox is a problem.
+    instructor = any(name == "reference solutions" and ok for name, ok, _detail in rows)
+    optional = tuple(n for n in NOT_PROBLEMS if not (instructor and n == "grading sandbox"))
+    return [name for name, ok, _detail in rows if not ok and name not in optional]
 
 
 def report(rows: List[Row]) -> str:
     width = max(len(name) for name, _, _ in rows)
     lines = [f"{'ok ' if ok else 'NO '} {name:<{width}}  {detail}" for name, ok, detail in rows]
-    # The reference's absence is normal for students; the grading sandbox matters only where the
-    # reference is (an instructor copy, which grades), and there a broken one is a problem.
-    instructor = any(name == "reference solutions" and ok for name, ok, _ in rows)
-    optional = ("reference solutions",) if instructor else ("reference solutions", "grading sandbox")
-    problems = [name for name, ok, _ in rows if not ok and name not in optional]
-    lines.append(_("all set: run the notebooks in order") if not problems
-                 else _("fix first: {problems}", problems=", ".join(problems)))
+    missing = problems(rows)
+    lines.append(_("all set: run the notebooks in order") if not missing
+                 else _("fix first: {problems}", problems=", ".join(missing)))
     return "\n".join(lines)
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
     doctor = sub.add_parser("doctor", help="check Python, torch, GPU, Jupyter and widgets")
+    doctor.add_argument("--grading", action="store_true",
+                        help="also check what grading needs here (instructors: the sandbox for learner code)")
     doctor.set_defaults(func=run)
 
 
 def run(args: argparse.Namespace) -> int:
-    rows = diagnose()
+    rows = diagnose(grading=args.grading)
     print(report(rows))
-    return 0 if all(ok for name, ok, _ in rows if name != "reference solutions") else 1
+    return 1 if problems(rows) else 0

@@ -9,7 +9,10 @@ which is how it is tested. Three measurements:
 * a real-KV replay of a Mooncake trace slice (LRU): hit rates, the largest logit difference of
   its sampled checks, and the pool's bytes on the device;
 * `kvsched bench`'s real-KV section: prefill time with 50% / 90% of the prompt cached over full
-  prefill time, against the FLOP ratio.
+  prefill time, against the FLOP ratio;
+* KV tiers (kvsched_lab/kv/tiers/): copy time per block device <-> host (pinned on CUDA) <-> disk
+  next to the recompute time, and the tiered engine's round trip (a prompt served back from the
+  host and from the disk: identical blocks and logits, within the fp16 bound of a recompute).
 """
 from __future__ import annotations
 
@@ -24,6 +27,8 @@ import torch
 from kvsched_lab.cli.bench_kv import bench_real_kv
 from kvsched_lab.kv.model import TinyDecoder, TinyDecoderConfig
 from kvsched_lab.kv.real_kv import real_kv_replay
+from kvsched_lab.kv.tiers.measure import measure_tier_costs
+from kvsched_lab.kv.tiers.roundtrip import round_trip_check
 from kvsched_lab.sim.traces import load_named_trace, sort_by_arrival
 
 # The largest cached-vs-recomputed logit difference the tests accept (tests/test_model.py).
@@ -40,6 +45,7 @@ class GpuCheckSettings:
     kv_dim: int = 512  # prefill-ratio model width
     kv_layers: int = 4  # prefill-ratio model depth
     kv_repeats: int = 5  # prefill-ratio runs per case (median)
+    tier_blocks: int = 128  # blocks copied per move when timing the tiers
 
 
 def measure_logits(device: Optional[str]) -> Dict[str, Any]:
@@ -86,14 +92,20 @@ def run_gpu_check(settings: GpuCheckSettings) -> Dict[str, Any]:
     report["replay"] = measure_replay(settings)
     kv = bench_real_kv(settings.kv_tokens, settings.kv_dim, settings.kv_layers, settings.kv_repeats, settings.device)
     report["prefill"] = kv
+    costs = measure_tier_costs(num_blocks=settings.tier_blocks, repeats=settings.kv_repeats, device=settings.device)
+    report["tiers"] = {"per_block_s": costs["per_block_s"], "round_trip_exact": costs["round_trip_exact"],
+                       "host_pinned": costs["host_pinned"], "block_bytes": costs["block_bytes"],
+                       "round_trip": round_trip_check(settings.device)}
     if torch.cuda.is_available() and str(report["logits"]["device"]).startswith("cuda"):
         report["cuda_max_memory_allocated_bytes"] = torch.cuda.max_memory_allocated()
-    report["ok"] = bool(report["logits"]["ok"] and report["replay"]["ok"])
+    report["ok"] = bool(report["logits"]["ok"] and report["replay"]["ok"] and report["tiers"]["round_trip"]["ok"]
+                        and report["tiers"]["round_trip_exact"])
     return report
 
 
 def summary_lines(report: Dict[str, Any]) -> List[str]:
-    lg, rp, kv = report["logits"], report["replay"], report["prefill"]
+    lg, rp, kv, tiers = report["logits"], report["replay"], report["prefill"], report["tiers"]
+    per_block, trip = tiers["per_block_s"], tiers["round_trip"]
     ratios = ", ".join(f"{share} cached {row['time_ratio']:.2f} (FLOPs {row['flop_ratio_dense']:.2f})"
                        for share, row in kv["hits"].items())
     return [
@@ -112,6 +124,13 @@ def summary_lines(report: Dict[str, Any]) -> List[str]:
         f"prefill     time with a cached prefix / full prefill ({kv['config']['tokens']} tokens, width "
         f"{kv['config']['dim']}, {kv['config']['layers']} layers, full {kv['full_prefill_seconds'] * 1e3:.2f} ms): "
         + ratios,
+        f"tiers       us per {tiers['block_bytes']:,}-B block: device->host {per_block['device_to_host_s'] * 1e6:.1f}, "
+        f"host->device {per_block['host_to_device_s'] * 1e6:.1f}, host->disk {per_block['host_to_disk_s'] * 1e6:.1f}, "
+        f"disk->host {per_block['disk_to_host_s'] * 1e6:.1f}, recompute {per_block['recompute_s'] * 1e6:.1f} "
+        f"(host {'pinned' if tiers['host_pinned'] else 'pageable'})",
+        f"round trip  served back from host and disk: blocks equal {trip['blocks_equal']}, logits identical "
+        f"{trip['logits_identical']}, max |cached - recompute| {max(trip['max_diff_vs_recompute'].values()):.2e} "
+        f"(bound {trip['bound']:.0e}): {'ok' if trip['ok'] else 'FAILED'}",
     ]
 
 

@@ -1,4 +1,5 @@
-"""`kvsched replay`: one trace through one policy, on block ids, real KV blocks or the concurrent engine."""
+"""`kvsched replay`: one trace through one policy, on block ids, real KV blocks or the concurrent engine;
+with ``--host-blocks`` / ``--disk-blocks``, through device, host and disk tiers (replay_tiers.py)."""
 from __future__ import annotations
 
 import argparse
@@ -16,17 +17,27 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     rp.add_argument("--quiet", action="store_true", help="no progress bar")
     rp.add_argument("--seed", type=int, default=0, help="seed of the generated 'synthetic' trace")
     rp.add_argument("--max-requests", type=int, default=None, help="replay only the first N requests")
+    rp.add_argument("--metric", choices=["blocks", "vllm-tokens"], default="blocks",
+                    help="what prefix_hit_rate counts: 'blocks', leading cached blocks over block references "
+                         "(the course's protocol), or 'vllm-tokens', vLLM's own rate: cached prompt tokens over "
+                         "prompt tokens, full blocks only, at most input_length - 1 tokens a request")
     rp.add_argument("--real-kv", action="store_true",
                     help="run the replay through the engine: real KV blocks and the tiny model")
     rp.add_argument("--concurrent", action="store_true",
                     help="serve the requests concurrently on real KV blocks (prefill, decode, preemption); "
                          "--capacity-blocks is then the whole pool")
     rp.add_argument("--max-running", type=int, default=8, help="with --concurrent: requests decoding at once")
+    rp.add_argument("--max-num-batched-tokens", type=int, default=None,
+                    help="with --concurrent: tokens computed per step, all requests together (vLLM's chunked "
+                         "prefill budget); default: no limit")
     rp.add_argument("--max-output-tokens", type=int, default=32,
                     help="with --concurrent: cap on each request's output_length from the trace")
     rp.add_argument("--tokens-per-block", type=int, default=16,
                     help="with --real-kv or --concurrent: tokens in one block")
     rp.add_argument("--device", default=None, help="with --real-kv: cpu, cuda, cuda:1 (default: GPU if any)")
+    from kvsched_lab.cli.replay_tiers import add_tier_arguments
+
+    add_tier_arguments(rp)  # --host-blocks, --disk-blocks, --write-policy ... (cli/replay_tiers.py)
     rp.set_defaults(func=run)
 
 
@@ -42,15 +53,22 @@ def load_requests(args: argparse.Namespace):
 
 
 def run(args: argparse.Namespace) -> int:
+    if args.metric != "blocks" and (args.concurrent or args.real_kv):
+        raise ValueError("--metric applies to the plain replay; --concurrent and --real-kv report their own counts")
     requests = load_requests(args)
-    if args.concurrent:
+    from kvsched_lab.cli.replay_tiers import run_tier_replay, wants_tiers
+
+    if wants_tiers(args):  # host and disk tiers: cli/replay_tiers.py
+        out = run_tier_replay(args, requests)
+    elif args.concurrent:
         from kvsched_lab.kv import ConcurrentConfig, run_concurrent
         from kvsched_lab.kv.model import TinyDecoder
 
         if args.policy != "vllm":
             raise ValueError("--concurrent runs vLLM's block pool (free-block queue, tail first): use --policy vllm")
         config = ConcurrentConfig(num_blocks=args.capacity_blocks, tokens_per_block=args.tokens_per_block,
-                                  max_running=args.max_running, max_output_tokens=args.max_output_tokens)
+                                  max_running=args.max_running, max_output_tokens=args.max_output_tokens,
+                                  max_num_batched_tokens=args.max_num_batched_tokens)
         report = run_concurrent(requests, config, model=TinyDecoder(device=args.device))
         out = {"policy": args.policy, "trace": args.trace, **report.summary()}
     elif args.real_kv:
@@ -61,10 +79,12 @@ def run(args: argparse.Namespace) -> int:
                              progress=not args.quiet)
         out = {"policy": args.policy, "trace": args.trace, **out}
     else:
-        from kvsched_lab.sim.replay import replay
+        from kvsched_lab.sim.replay import metric_meaning, replay
 
-        result = replay(requests, args.policy, args.capacity_blocks, progress=not args.quiet)
+        result = replay(requests, args.policy, args.capacity_blocks, progress=not args.quiet, metric=args.metric)
         out = {"trace": args.trace, **result.to_dict()}
+        if not args.json:
+            out["metric"] = f"{args.metric}: {metric_meaning(args.metric)}"
     if args.json:
         print(json.dumps(out))
     else:

@@ -1,7 +1,8 @@
 """Answers carry over between notebooks: each checked TODO is saved as source, with its status.
 
 One JSON file per TODO in the answers folder: ``$KVSCHED_ANSWERS`` if set, else
-``./kvsched_answers`` (next to the notebooks, since a notebook runs in its own folder).
+``kvsched_answers`` next to the notebooks (a notebook runs in its own folder; the Chinese edition,
+in ``zh/`` beside the English notebooks, uses the English folder's, so one course has one folder).
 `my_scheduler` builds the learner's scheduler class from the five saved answers, re-checking each,
 and falls back to the library's ``seed`` policy (the chapter's scheduler), with one line saying
 what is missing. The student release withholds ``seed`` (it answers the TODOs), so there the
@@ -20,6 +21,7 @@ from typing import Callable, Dict, Optional
 
 from kvsched_lab.course.checks import NOTEBOOK_OF, TODO_NAMES, Result, grade
 from kvsched_lab.i18n import N_, _
+from kvsched_lab.i18n.language import LANGUAGES
 from kvsched_lab.sim.scheduler import ALL_TODO_METHODS, TODO_METHODS, SchedulerSkeleton, build_scheduler
 from kvsched_lab.course.todos import cell_namespace
 
@@ -28,8 +30,19 @@ ANSWERS_DIRNAME = "kvsched_answers"
 
 
 def answers_dir() -> Path:
-    """Where answers are saved: ``$KVSCHED_ANSWERS``, else ``./kvsched_answers`` (read at every call)."""
-    return Path(os.environ.get(ANSWERS_ENV) or Path.cwd() / ANSWERS_DIRNAME)
+    """Where answers are saved: ``$KVSCHED_ANSWERS``, else ``kvsched_answers`` in the course's
+    notebook folder (`course_folder` of the working directory); read at every call."""
+    return Path(os.environ.get(ANSWERS_ENV) or course_folder(Path.cwd()) / ANSWERS_DIRNAME)
+
+
+def course_folder(here: Path) -> Path:
+    """The folder of the course's notebooks: `here`, or its parent when `here` holds a translated
+    edition beside the English one (``notebooks/zh/`` next to ``notebooks/``). So both editions
+    share one answers folder: a TODO passed in English counts in Chinese, and the other way round."""
+    translated = here.name in LANGUAGES and here.name != "en"
+    if translated and any((here.parent / nb.name).is_file() for nb in here.glob("*.ipynb")):
+        return here.parent
+    return here
 
 
 def _path(name: str) -> Path:

@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import Dict, Optional, Tuple
 
 from kvsched_lab.course.checks import NOTEBOOK_OF, TODO_NAMES
+from kvsched_lab.course.practice_tiers import TIER_CHOICE_HINTS
 from kvsched_lab.i18n import N_, _
 from kvsched_lab.sim.scheduler import ALL_TODO_METHODS
 
@@ -32,9 +33,9 @@ HINTS: Dict[str, Tuple[str, str, str, str]] = {
            "mixes three reasons into it: reuse (LFU), recency (LRU) and the room the entry takes."),
         N_("The three ingredients are already computed in the cell: reuse_bonus, recency and "
            "size_penalty. Step 3 of notebook 02 gives each one's weight and whether it adds or subtracts."),
-        N_("The check reports: “each extra hit must add exactly 1.0 to the score”; “the recency term "
-           "has the wrong weight”; “the size penalty has the wrong weight”; “a bigger entry must score "
-           "lower (size is a penalty)”. Each names the term to fix."),
+        N_("The check reports: “the reuse term weighs too little”; “the recency term weighs too much”; "
+           "“the size penalty weighs too much”; “a bigger entry must score lower (size is a penalty)”. "
+           "Each names the term to fix and which way it is off."),
         N_("One arithmetic expression assigned to `score`: the reuse bonus at full weight, plus one half "
            "of the recency, minus one quarter of the size penalty. Test it: hits=1, size=0, just touched "
            "gives 1.5."),
@@ -46,9 +47,9 @@ HINTS: Dict[str, Tuple[str, str, str, str]] = {
         N_("A record is a tuple compared field by field. Look at the entry just re-scored: its "
            "`priority` decides first, its `last_used` breaks ties (older leaves first), and the key "
            "`prefix` tells the evictor which entry the record is about."),
-        N_("The check reports: “the record's priority is negated”; “the record's fields are in the "
-           "wrong order”; “the record's last field must be the entry's key, not the CacheEntry object”; "
-           "“the newest heap record must carry the entry's new priority”."),
+        N_("The check reports: “the record's priority is negated”; “your records compare by last use "
+           "before priority”; “your record holds the CacheEntry object itself”; “the newest heap record "
+           "must carry the entry's new priority”."),
         N_("Build `queue_item` as a 3-tuple from three values already in scope: the entry's current "
            "priority (as it is), the entry's last_used, and prefix. The given `heapq.heappush` line adds it."),
     ),
@@ -93,12 +94,20 @@ HINTS: Dict[str, Tuple[str, str, str, str]] = {
         N_("Two values are in scope: `self.inflation` (L, which the scheduler raises to each victim's "
            "priority) and `chapter_score` (notebook 02's score for this entry). Your priority combines them."),
         N_("The check reports: “the score ignores self.inflation (L)”; “a higher inflation value must raise "
-           "the score, not lower it”; “L is added as it is, not scaled”; “a bigger entry must still score "
+           "the score, not lower it”; “your score scales self.inflation up”; “a bigger entry must still score "
            "lower (keep the chapter's size penalty)”."),
         N_("One addition assigned to `score`: the inflation value plus the chapter's score, each "
            "as it is."),
     ),
 }
+
+# Practice TODOs with hints (not graded; their checks are in kvsched_lab/course/practice*.py).
+PRACTICE_HINTS: Dict[str, Tuple[str, str, str, str]] = {"tier_choice": TIER_CHOICE_HINTS}
+PRACTICE_NOTEBOOK_OF = {"tier_choice": "09"}
+
+
+def _tiers(name: str) -> Tuple[str, str, str, str]:
+    return HINTS[name] if name in HINTS else PRACTICE_HINTS[name]
 
 
 class HintProgress:
@@ -118,7 +127,8 @@ class HintProgress:
             return {}
         if not isinstance(data, dict):
             return {}
-        return {k: v for k, v in data.items() if k in HINTS and isinstance(v, int) and 0 < v <= NUM_TIERS}
+        return {k: v for k, v in data.items()
+                if (k in HINTS or k in PRACTICE_HINTS) and isinstance(v, int) and 0 < v <= NUM_TIERS}
 
     def record(self, name: str, tier: int) -> None:
         """Remember that `tier` of `name` was shown (a lower tier never lowers the record)."""
@@ -141,7 +151,7 @@ class HintProgress:
 
 
 def _known(name: str) -> None:
-    if name not in HINTS:
+    if name not in HINTS and name not in PRACTICE_HINTS:
         optional = [n for n in ALL_TODO_METHODS if n not in TODO_NAMES]
         raise ValueError(_("unknown TODO {name!r}; the five are {todos} (optional: {optional})",
                            name=name, todos=", ".join(TODO_NAMES), optional=", ".join(optional)))
@@ -162,7 +172,7 @@ def hint(name: str, level: Optional[int] = None) -> None:
     else:
         shown = min(max(int(level), 1), NUM_TIERS)
     print(_("💡 {name}, hint {tier}/{tiers}: {text}", name=name, tier=shown, tiers=NUM_TIERS,
-            text=_(HINTS[name][shown - 1])))
+            text=_(_tiers(name)[shown - 1])))
     try:
         progress.record(name, shown)
     except OSError as e:
@@ -189,14 +199,14 @@ def hint_reset(name: Optional[str] = None) -> None:
 def reveal(name: str) -> None:
     """Print the reference for TODO `name`, when the instructor's `solutions` is installed."""
     _known(name)
-    from kvsched_lab.course.todos import reference_sources
+    from kvsched_lab.course.todos import practice_reference_sources, reference_sources
 
     try:
-        source = reference_sources(optional=True)[name]
+        source = practice_reference_sources()[name] if name in PRACTICE_HINTS else reference_sources(optional=True)[name]
     except ImportError:
         print(_("🔒 {name}: the reference solution is withheld in this release (no `solutions` package). "
                 "Use lab.hint({name!r}, level={tier}), or ask your instructor.", name=name, tier=NUM_TIERS))
         return
     print(_("🔓 {name}: the reference method (its TODO lives in notebook {notebook}):", name=name,
-            notebook=NOTEBOOK_OF[name]) + "\n")
+            notebook=PRACTICE_NOTEBOOK_OF.get(name) or NOTEBOOK_OF[name]) + "\n")
     print(source)

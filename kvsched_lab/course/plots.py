@@ -39,11 +39,21 @@ def _(template: str, **fields: Any) -> str:
 
 
 def _localized(plot: Callable[..., Figure]) -> Callable[..., Figure]:
-    """Draw `plot` with the font its language needs (text keeps the font it was created with)."""
+    """Draw `plot` with the font its language needs (text keeps the font it was created with).
+
+    Only the font settings are set and put back, not every rcParam as ``plt.rc_context`` does:
+    a kernel's first figure loads the inline backend, which turns interactive mode on; restoring
+    all of rcParams after it turned it off again, so later figures were never shown.
+    """
     @functools.wraps(plot)
     def wrapper(*args: Any, **kwargs: Any) -> Figure:
-        with plt.rc_context(font_rc(plot_language())):
+        font = font_rc(plot_language())
+        before = {key: plt.rcParams[key] for key in font}
+        plt.rcParams.update(font)
+        try:
             return plot(*args, **kwargs)
+        finally:
+            plt.rcParams.update(before)
     return wrapper
 
 

@@ -1,9 +1,12 @@
-"""Public checks of notebook 08's two practice TODOs: not graded, outside the chapter's 100 points.
+"""Public checks of the practice TODOs (notebooks 08 and 09): not graded, outside the chapter's 100 points.
 
 - ``free_order``: ``free_queue_after(free_queue, request_blocks)``, vLLM's free-block queue after
   a request ends: its blocks join the back, tail block first.
 - ``leaf_victim``: ``radix_victim(parent, last_access, locked)``, SGLang's radix-tree victim: the
-  unlocked leaf with the oldest access time, or None when there is none.
+  unlocked leaf node with the oldest access time, or None when there is none. A node stands for a
+  run of blocks; SGLang frees all of them, but the choice of node is all the exercise asks.
+- ``tier_choice`` (notebook 09, its cases in practice_tiers.py): ``place_evicted(block)``, where a
+  block evicted from the GPU goes: ``"host"``, ``"disk"`` or ``"drop"``.
 
 ``check_practice(name, fn)`` runs the cases, prints one line when all pass and raises
 `CheckFailed` (`NotAttempted` for the untouched stub) otherwise. Messages say what is wrong,
@@ -11,25 +14,14 @@ never the expected answer. Nothing is saved: these exercises do not feed the gra
 """
 from __future__ import annotations
 
-import copy
 from typing import Any, Callable, Dict, Hashable, List, Optional, Set, Tuple
 
 from kvsched_lab.course.checks import CheckFailed, NotAttempted
+from kvsched_lab.course.practice_base import Wrong as _Wrong
+from kvsched_lab.course.practice_base import call_on_copies as _call
+from kvsched_lab.course.practice_tiers import check_tier_choice
 from kvsched_lab.i18n import _
 from kvsched_lab.course.todos import PRACTICE_FUNCTIONS
-
-
-class _Wrong(Exception):
-    """One broken expectation, phrased for the learner."""
-
-
-def _call(fn: Callable, *args: Any) -> Any:
-    """Call `fn` on copies of `args`; complain if it changed them."""
-    copies = copy.deepcopy(args)
-    out = fn(*copies)
-    if copies != args:
-        raise _Wrong(_("the function changed its inputs; build and return a new result instead"))
-    return out
 
 
 # --------------------------------------------------------------------------- free_order
@@ -68,7 +60,7 @@ def _check_free_order(fn: Callable) -> int:
 
 
 # --------------------------------------------------------------------------- leaf_victim
-# (parent of each cached block, last access time, locked blocks, the blocks that may be named)
+# (parent of each node, last access time, locked nodes, the node to name)
 _LEAF_CASES: List[Tuple[Dict[Hashable, Optional[Hashable]], Dict[Hashable, int], Set[Hashable], str]] = [
     # one chain a -> b -> c: only its tail is a leaf, although its head is older
     ({"a": None, "b": "a", "c": "b"}, {"a": 1, "b": 2, "c": 3}, set(), "c"),
@@ -95,23 +87,24 @@ def _check_leaf_victim(fn: Callable) -> int:
         if got is None:
             raise _Wrong(_("returned None although an unlocked leaf exists"))
         if not isinstance(got, Hashable) or got not in parent:
-            raise _Wrong(_("returned {got!r}, which is not a cached block", got=got))
+            raise _Wrong(_("returned {got!r}, which is not a node of the tree", got=got))
         if got in locked:
-            raise _Wrong(_("named a locked block: a running request is reading it"))
+            raise _Wrong(_("named a locked node: a running request is reading its blocks"))
         if got in parent.values():
-            raise _Wrong(_("named a block that still has a child: evicting it would cut the child's prefix"))
+            raise _Wrong(_("named a node that still has a child: evicting it would cut the child's prefix"))
         if got != want:
             raise _Wrong(_("named an unlocked leaf, but not the one accessed longest ago"))
     return len(_LEAF_CASES)
 
 
-_CHECKS: Dict[str, Callable[[Callable], int]] = {"free_order": _check_free_order, "leaf_victim": _check_leaf_victim}
+_CHECKS: Dict[str, Callable[[Callable], int]] = {"free_order": _check_free_order, "leaf_victim": _check_leaf_victim,
+                                                 "tier_choice": check_tier_choice}  # notebook 09
 
 
 def check_practice(name: str, fn: Any) -> None:
     """Check practice TODO `name` on `fn`; one line on success, `CheckFailed` otherwise (not graded)."""
     if name not in _CHECKS:
-        raise ValueError(_("unknown practice TODO {name!r}; the two are {todos}", name=name, todos=", ".join(_CHECKS)))
+        raise ValueError(_("unknown practice TODO {name!r}; they are {todos}", name=name, todos=", ".join(_CHECKS)))
     fn_name = PRACTICE_FUNCTIONS[name]
     if not callable(fn):
         raise CheckFailed(_("❌ {name}: pass the function itself, e.g. check_practice({name!r}, {fn_name})",

@@ -9,7 +9,7 @@ all go through this module, so the tag and name rules live in one place.
 Optional TODOs beyond the chapter (``OPTIONAL_TODO_METHODS``, e.g. ``aging`` in notebook 05)
 use the same tags and have public checks, but `todo_sources` (what the grader reads) and
 `TODO_NAMES` stay the five graded ones.
-Notebook 08 adds two practice TODOs outside the chapter's 100 points (`PRACTICE_FUNCTIONS`): their
+Notebooks 08 and 09 add practice TODOs outside the chapter's 100 points (`PRACTICE_FUNCTIONS`): their
 cells are tagged ``practice:<name>`` and their check cells ``practice-check:<name>``, so nothing
 that reads the five TODOs (checks, answers, grader) sees them.
 """
@@ -26,8 +26,11 @@ from kvsched_lab.notebook_files import Notebook, cell_source
 from kvsched_lab.sim.scheduler import ALL_TODO_METHODS, OPTIONAL_TODO_METHODS, TODO_METHODS, CacheEntry
 
 TODO_NAMES: Tuple[str, ...] = tuple(TODO_METHODS)
-# Notebook 08's practice TODOs (not graded): name -> the function its cell defines.
-PRACTICE_FUNCTIONS: Dict[str, str] = {"free_order": "free_queue_after", "leaf_victim": "radix_victim"}
+# The practice TODOs of notebooks 08 and 09 (not graded): name -> the function its cell defines.
+PRACTICE_FUNCTIONS: Dict[str, str] = {"free_order": "free_queue_after", "leaf_victim": "radix_victim",
+                                      "tier_choice": "place_evicted"}
+
+
 def tagged_cells(nb: Notebook, kind: str) -> Dict[str, List[int]]:
     """``{name: [cell indices]}`` for cells tagged ``<kind>:<name>`` (kind: ``todo`` or ``check``)."""
     found: Dict[str, List[int]] = {}

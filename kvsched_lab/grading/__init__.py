@@ -24,6 +24,12 @@ nbrun.py (nbval in the box), kernel_launcher.py (the kernel's clean import path 
 harness.py (the kernel's side: one learner method run in forked children), observe.py (running a
 case and recording what it shows; the grader runs it on the reference too), audit.py (the
 advisory runtime audit hook), fakes.py (the stand-ins around one TODO).
+Around the grades of a class (an ``--out`` folder): overrides.py (the instructor's corrections,
+`apply_overrides`), class_files.py (grades.csv rows, details.json, feedback names, atomic writes),
+class_commands.py (the checks before grading; ``kvsched grade report|export``), feedback_html.py
+(feedback as a self-contained page), roster.py (submissions to student ids), late.py (the late
+rule), export.py (Canvas and Moodle CSVs), report.py (the class report), similarity.py (pairs to
+review).
 """
 from __future__ import annotations
 

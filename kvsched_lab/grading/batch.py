@@ -15,6 +15,7 @@ import os
 import queue
 import shutil
 import tempfile
+import time
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Dict, List, Optional, Sequence, TextIO
@@ -25,6 +26,7 @@ from kvsched_lab.grading.intake import Learner, copy_in, discover
 from kvsched_lab.grading.leases import UidLease, lease_uids
 from kvsched_lab.grading.journal import Header, Journal, files_digest, open_journal
 from kvsched_lab.grading.manifest import Manifest, write_class
+from kvsched_lab.grading.overrides import Override
 from kvsched_lab.grading.progress import BatchProgress
 from kvsched_lab.grading.shards import Shard, shard_members
 from kvsched_lab.grading.stamp import current_stamp
@@ -48,21 +50,24 @@ def _read_learner(learner: Learner, dest: Path, ref: Reference) -> Submission:
 def grade_submissions(paths: Sequence[str], out: Optional[Path] = None, timeout: float = 10.0, jobs: int = 1,
                       memory_mb: int = 2048, keep_work: bool = False, ref: Optional[Reference] = None,
                       sandboxed: Optional[bool] = None, lang: str = "en", shard: Optional[Shard] = None,
-                      resume: bool = False, progress: Optional[TextIO] = None) -> List[Grade]:
+                      resume: bool = False, progress: Optional[TextIO] = None, overrides: Sequence[Override] = (),
+                      learners: Optional[List[Learner]] = None) -> List[Grade]:
     """Grade the learners in `paths` (those of `shard` only, when given); write `out` when given.
 
     Never raises for a bad submission. `lang` is the feedback files' language (``en``, ``zh``);
     grades and grades.csv do not depend on it. `sandboxed` None means: sandboxed when bubblewrap
     works here. With `resume`, the journal in `out` supplies every learner it holds whose files
     are unchanged (ValueError, before any work, when it was written with another grader, other
-    options or another shard). `progress`: where to show it (None: nowhere).
+    options or another shard). `progress`: where to show it (None: nowhere). `overrides`
+    (overrides.py): applied to the rows written. `learners`: given instead of found in `paths`
+    (``--learner``: one learner, `out` None).
     """
     if sandboxed is None:
         sandboxed = sandbox.probe()[0]
     ref = ref or Reference.build()
     stamp = current_stamp(ref.cases)
     options = {"timeout": timeout, "memory_mb": memory_mb, "sandboxed": sandboxed}
-    learners = discover(list(paths))
+    learners = discover(list(paths)) if learners is None else learners
     members = shard_members([x.name for x in learners], shard)
     mine = [x for x in learners if x.name in members]
     journal = open_journal(out, Header(stamp, options, shard), resume) if out is not None else Journal(Path())
@@ -92,6 +97,7 @@ def grade_submissions(paths: Sequence[str], out: Optional[Path] = None, timeout:
 
         def one(k: int) -> None:
             slot = slots.get()
+            started = time.monotonic()
             try:
                 uid = lease.uid(slot) if lease is not None else slot
                 g = grade_one(subs[k], ref, base / f"{k:05d}", lib, uid, timeout, memory_mb, sandboxed)
@@ -101,6 +107,7 @@ def grade_submissions(paths: Sequence[str], out: Optional[Path] = None, timeout:
             finally:
                 slots.put(slot)
             g.skipped = list(mine[k].skipped)
+            g.elapsed_s = time.monotonic() - started
             if out is not None:
                 journal.record(subs[k].name, digests[k], g)
             grades[k] = g
@@ -119,6 +126,7 @@ def grade_submissions(paths: Sequence[str], out: Optional[Path] = None, timeout:
         shutil.rmtree(base, ignore_errors=True)
     rows = [grades[k] for k in range(len(subs))]
     if out is not None:
-        digest = write_class(rows, out, Manifest(stamp, options, lang, shard, [x.name for x in learners], []))
+        digest = write_class(rows, out, Manifest(stamp, options, lang, shard, [x.name for x in learners], []),
+                             overrides)
         print(f"grades.csv sha256 {digest}")
     return rows

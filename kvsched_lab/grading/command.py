@@ -1,4 +1,5 @@
-"""``kvsched grade``: the command line of a batch (batch.py) and of ``kvsched grade merge`` (merge.py).
+"""``kvsched grade``: the command line of a batch (batch.py), of ``kvsched grade merge`` (merge.py), of a
+one-learner regrade (``--learner``, regrade.py) and of ``kvsched grade report|export`` (class_commands.py).
 
 An instructor's mistake fails at once with a clear message and exit status 2, before any work
 (`instructor_mistakes`): a path that does not exist, a class folder with no submission in it, an
@@ -18,10 +19,12 @@ from typing import List, Optional
 
 from kvsched_lab.grading import sandbox
 from kvsched_lab.grading.batch import grade_submissions
+from kvsched_lab.grading.class_commands import COMMANDS, plan
 from kvsched_lab.grading.intake import discover
 from kvsched_lab.grading.journal import JOURNAL
 from kvsched_lab.grading.leases import BLOCK
 from kvsched_lab.grading.merge import merge_main
+from kvsched_lab.grading.regrade import regrade
 from kvsched_lab.grading.shards import parse_shard
 from kvsched_lab.grading.stamp import grader_fingerprint
 from kvsched_lab.grading.writers import bounded, encoded
@@ -29,7 +32,9 @@ from kvsched_lab.i18n.language import LANGUAGES
 from kvsched_lab.sim.scheduler import TODO_METHODS
 
 MIN_MEMORY_MB = 512  # below this the grading kernel itself cannot start
-OUTPUTS = ("grades.csv", "feedback", "work", "manifest.json", JOURNAL)  # what a run writes into --out
+# What a run (and its report, export, overrides) writes into --out: all that --force removes.
+OUTPUTS = ("grades.csv", "feedback", "work", "manifest.json", JOURNAL, "details.json", "overrides.csv", "report",
+           "export")
 
 
 def max_jobs() -> int:
@@ -55,7 +60,7 @@ def instructor_mistakes(args: argparse.Namespace) -> list:
     out = Path(args.out)
     if os.path.lexists(out) and not out.is_dir():
         problems.append(f"--out {bounded(args.out)} is a file, not a folder")
-    elif out.is_dir() and any(out.iterdir()) and not (args.force or args.resume):
+    elif out.is_dir() and any(out.iterdir()) and not (args.force or args.resume or args.learner):
         problems.append(f"--out {bounded(args.out)} already holds files (an earlier run?); choose another folder, "
                         "pass --resume to go on with that run, or --force to replace its outputs")
     elif out.is_dir() and args.force:
@@ -85,8 +90,14 @@ def grade_parser() -> argparse.ArgumentParser:
         "Grade learner submissions against the hidden reference (instructors only). A SUBMISSION is a "
         "class folder (each .ipynb/.py in it is one learner, each subfolder one learner), or one .ipynb "
         "or .py file. Learner code runs in a bubblewrap sandbox. `kvsched grade merge OUT_0 ... --out OUT` "
-        "puts --shard outputs back together. See docs/grading.md."))
-    p.add_argument("submissions", nargs="+", metavar="SUBMISSION")
+        "puts --shard outputs back together; `kvsched grade report OUT` and `kvsched grade export OUT "
+        "--roster CSV` show and export a graded class. See docs/grading.md."))
+    p.add_argument("submissions", nargs="*", metavar="SUBMISSION")
+    p.add_argument("--learner", metavar="PATH",
+                   help="regrade one learner of the class in --out (a file, or a student's folder taken as one "
+                        "learner) and change only its row")
+    p.add_argument("--overrides", metavar="CSV",
+                   help="corrections (submission,todo,points,reason) applied to the rows and shown in the feedback")
     p.add_argument("--out", default="grades", help="where grades.csv, feedback/, manifest.json and the journal go "
                                                    "(default: ./grades); new or empty unless --resume or --force")
     p.add_argument("--force", action="store_true",
@@ -112,10 +123,16 @@ def grade_main(argv: Optional[List[str]] = None) -> int:
 
     0 when graded (whatever the grades), 2 for a usage problem or no sandbox, 3 when the grader changed."""
     argv = sys.argv[1:] if argv is None else list(argv)
-    if argv[:1] == ["merge"]:  # a class folder named merge is given as ./merge
+    if argv[:1] == ["merge"]:  # a class folder named merge (report, export) is given as ./merge
         return merge_main(argv[1:])
+    if argv[:1] and argv[0] in COMMANDS:
+        return COMMANDS[argv[0]](argv[1:])
     p = grade_parser()
     args = p.parse_args(argv)
+    if bool(args.learner) == bool(args.submissions):
+        p.error("give SUBMISSION... or --learner PATH (not both)")
+    if args.overrides and args.shard:
+        p.error("--overrides applies to the whole class: give it to kvsched grade merge")
     try:
         shard = parse_shard(args.shard) if args.shard is not None else None
     except ValueError as e:
@@ -124,6 +141,11 @@ def grade_main(argv: Optional[List[str]] = None) -> int:
     for problem in problems:
         print(f"kvsched grade: {problem}", file=sys.stderr)
     if problems:
+        return 2
+    try:
+        learners, overrides = plan(args.submissions, args.learner, Path(args.out), args.overrides)
+    except ValueError as e:  # an instructor's typo (OverridesError too): nothing graded or written
+        print(f"kvsched grade: {e}", file=sys.stderr)
         return 2
     try:
         import solutions  # noqa: F401
@@ -148,17 +170,23 @@ def grade_main(argv: Optional[List[str]] = None) -> int:
     before = grader_fingerprint()
     started = time.monotonic()
     try:
+        if args.learner:
+            digest = regrade(learners[0], Path(args.out), overrides, sandboxed=not args.no_sandbox)
+            print(f"regraded {learners[0].name} in {time.monotonic() - started:.1f} s -> "
+                  f"{Path(args.out) / 'grades.csv'}\ngrades.csv sha256 {digest}")
+            return 3 if grader_fingerprint() != before else 0
         grades = grade_submissions(args.submissions, Path(args.out), args.timeout, args.jobs, args.memory_mb,
                                    args.keep_work, sandboxed=not args.no_sandbox, lang=args.lang, shard=shard,
-                                   resume=args.resume, progress=sys.stderr)
-    except ValueError as e:  # a journal that cannot be resumed: refused before any grading
+                                   resume=args.resume, progress=sys.stderr, overrides=overrides, learners=learners)
+    except ValueError as e:  # a journal that cannot be resumed, a class a regrade cannot join: before any grading
         print(f"kvsched grade: {e}", file=sys.stderr)
         return 2
     width = min(40, max([len(bounded(g.submission)) for g in grades] + [10]))
     for g in grades:
         _say(f"{bounded(g.submission):<{width}}  {g.total:>3}  " + " ".join(f"{g.todos[n].points:>2}" for n in TODO_METHODS)
              + f"  {bounded(g.status, 2000)}")
-    print(f"graded {len(grades)} submission(s) in {time.monotonic() - started:.1f} s -> {Path(args.out) / 'grades.csv'}")
+    print(f"graded {len(grades)} submission(s) in {time.monotonic() - started:.1f} s -> {Path(args.out) / 'grades.csv'}"
+          + (f" ({len(overrides)} override(s) applied there: the points above are as graded)" if overrides else ""))
     if grader_fingerprint() != before:
         print("kvsched grade: solutions/ or the grader changed during grading; a submission may have tampered "
               "with them. Restore them and regrade.", file=sys.stderr)

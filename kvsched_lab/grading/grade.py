@@ -26,9 +26,10 @@ from pathlib import Path
 from typing import Dict, List, Optional, Sequence
 
 import kvsched_lab
-from kvsched_lab.grading import sandbox
+from kvsched_lab.grading import class_files, feedback_html, sandbox
 from kvsched_lab.grading.intake import MAX_FILE_BYTES
 from kvsched_lab.grading.nbrun import RESULT_MARK
+from kvsched_lab.grading.overrides import EXTRA_COLUMNS, Override, apply_overrides, feedback_section
 from kvsched_lab.grading.release_build import WITHHELD_FILES
 from kvsched_lab.grading.stamp import Stamp
 from kvsched_lab.grading.submissions import Submission
@@ -39,7 +40,7 @@ from kvsched_lab.i18n.messages import Deferred
 from kvsched_lab.i18n.messages import Deferred as _  # feedback lines: rendered in --lang's language when written
 from kvsched_lab.sim.scheduler import TODO_METHODS
 
-COLUMNS = ["submission", *TODO_METHODS, "total", "status"]
+COLUMNS = ["submission", *TODO_METHODS, "total", "status", *EXTRA_COLUMNS]
 PACKAGE = Path(kvsched_lab.__file__).resolve().parent
 REPO = PACKAGE.parent
 NORMAL = ("passed", "failed", "not attempted")
@@ -55,6 +56,8 @@ class Grade:
     review: List[str] = field(default_factory=list)  # for the instructor: audit notes, two attempts at one TODO
     sandboxed: bool = True
     skipped: List[str] = field(default_factory=list)  # oversized files without a TODO, not read
+    sources: Dict[str, str] = field(default_factory=dict)  # TODO -> the code graded (for the similarity report)
+    elapsed_s: float = 0.0  # wall-clock seconds its grading took (the class report's timing figure)
 
     @property
     def total(self) -> int:
@@ -191,15 +194,18 @@ def grade_one(sub: Submission, ref: Reference, workdir: Path, lib: Path, uid: in
             grades[name] = g
     if run is not None and run.over_budget:
         review.append(run.over_budget)
-    return Grade(sub.name, {name: grades[name] for name in TODO_METHODS}, review=review, sandboxed=sandboxed)
+    return Grade(sub.name, {name: grades[name] for name in TODO_METHODS}, review=review, sandboxed=sandboxed,
+                 sources={name: t.source for name, t in sub.todos.items() if t.status == "run"})
 
 
 # --------------------------------------------------------------------------- reports
 
-def feedback_text(g: Grade, lang: str = "en", stamp: Optional[Stamp] = None) -> str:
+def feedback_text(g: Grade, lang: str = "en", stamp: Optional[Stamp] = None,
+                  corrections: Sequence[Override] = ()) -> str:
     """The feedback file of `g`, in `lang` (``en``, ``zh``); statuses, names and numbers stay as in grades.csv.
 
-    With `stamp`, its last line says which grader and which hidden cases graded it."""
+    With `stamp`, its last line says which grader and which hidden cases graded it. `corrections`:
+    the instructor's overrides for `g`, shown (with their reasons) below the total."""
     lang = normalize(lang)
 
     def say(text: str) -> str:
@@ -207,6 +213,8 @@ def feedback_text(g: Grade, lang: str = "en", stamp: Optional[Stamp] = None) -> 
 
     out = [say(_("# Feedback: {submission}", submission=inline(g.submission, 200))), "",
            say(_("Total: {total} / {points}", total=g.total, points=POINTS * len(TODO_METHODS))), ""]
+    out += [line for text in feedback_section(corrections, {n: t.points for n, t in g.todos.items()})
+            for line in (say(text), "")]
     if g.error:
         out += [say(_("This submission could not be graded: {error}.", error=inline(g.error))), ""]
     else:
@@ -234,22 +242,29 @@ def feedback_text(g: Grade, lang: str = "en", stamp: Optional[Stamp] = None) -> 
     return "\n".join(out)
 
 
-def write_reports(grades: List[Grade], out: Path, lang: str = "en", stamp: Optional[Stamp] = None) -> str:
-    """Feedback files (in `lang`, stamped with `stamp`), then ``grades.csv`` written once, atomically;
-    returns the CSV's SHA-256 (manifest.py's `write_class` adds the manifest).
+def write_reports(grades: List[Grade], out: Path, lang: str = "en", stamp: Optional[Stamp] = None,
+                  overrides: Sequence[Override] = ()) -> str:
+    """Feedback files (in `lang`, stamped with `stamp`; Markdown and HTML), ``details.json``, then
+    ``grades.csv`` written once, atomically; returns the CSV's SHA-256 (manifest.py's `write_class`
+    adds the manifest). `overrides` are applied to the rows (overrides.py) and shown in the feedback.
 
     The language changes only the feedback files: grades.csv is the same bytes in every language."""
     out.mkdir(parents=True, exist_ok=True)
     (out / "feedback").mkdir(exist_ok=True)
-    used: set = set()
+    rows = [[csv_cell(g.submission), *(g.todos[n].points for n in TODO_METHODS), g.total, csv_cell(g.status)] for g in grades]
+    table = apply_overrides([dict(zip(COLUMNS, r)) for r in rows], overrides)  # raises before anything is written
+    by_row, used = class_files.resolved(overrides, rows), set()
     for g in grades:
-        atomic_write(out / "feedback" / feedback_file_name(g.submission, used), encoded(feedback_text(g, lang, stamp)))
+        name = feedback_file_name(g.submission, used)[:-3]
+        text = feedback_text(g, lang, stamp, by_row.get(csv_cell(g.submission), []))
+        atomic_write(out / "feedback" / f"{name}.md", encoded(text))
+        atomic_write(out / "feedback" / f"{name}.html", encoded(feedback_html.render(text, lang)))
+    class_files.write_details(out, grades)
+    class_files.write_overrides(out, overrides)
     buffer = io.StringIO()
     writer = csv.writer(buffer)
     writer.writerow(COLUMNS)
-    for g in grades:
-        writer.writerow([csv_cell(g.submission), *(g.todos[n].points for n in TODO_METHODS), g.total,
-                         csv_cell(g.status)])
+    writer.writerows([row[c] if c != "overrides" else csv_cell(row[c]) for c in COLUMNS] for row in table)
     data = encoded(buffer.getvalue())
     atomic_write(out / "grades.csv", data)
     return hashlib.sha256(data).hexdigest()

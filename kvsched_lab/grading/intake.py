@@ -97,6 +97,13 @@ def discover(paths: List[str]) -> List[Learner]:
     return out
 
 
+def one_learner(arg: str) -> Learner:
+    """`arg` taken as ONE learner (``kvsched grade --learner``): a file, or a student's folder whose
+    notebooks are merged; its subfolders (``kvsched_answers/``) are not part of the submission."""
+    path = Path(arg)
+    return Learner(str(path), path, _ambiguous(path)) if _kind(path) == "dir" else discover([arg])[0]
+
+
 def _ambiguous(folder: Path) -> str:
     """Why a learner's folder cannot be graded as one learner ("" when it can)."""
     names = [p.name for p in folder.iterdir() if not p.name.startswith(".")]

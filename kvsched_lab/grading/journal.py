@@ -50,16 +50,19 @@ def _decode_text(data: Any) -> Any:
 def encode_grade(g: Grade) -> Dict[str, Any]:
     """`g` as JSON-able data that `decode_grade` turns back into an equal `Grade` (feedback lines included)."""
     return {"submission": g.submission, "error": g.error, "review": list(g.review), "sandboxed": g.sandboxed,
+            "sources": dict(g.sources), "elapsed_s": g.elapsed_s,
             "todos": {name: {"status": t.status, "points": t.points, "passed": t.passed, "total": t.total,
-                             "origin": t.origin, "lines": [_encode_text(x) for x in t.lines]}
+                             "origin": t.origin, "lines": [_encode_text(x) for x in t.lines],
+                             "failing": list(t.failing)}
                       for name, t in g.todos.items()}}
 
 
 def decode_grade(data: Dict[str, Any]) -> Grade:
     todos = {name: TodoGrade(t["status"], t["points"], t["passed"], t["total"], t["origin"],
-                             [_decode_text(x) for x in t["lines"]]) for name, t in data["todos"].items()}
+                             [_decode_text(x) for x in t["lines"]], list(t["failing"]))
+             for name, t in data["todos"].items()}
     return Grade(data["submission"], todos, error=data["error"], review=list(data["review"]),
-                 sandboxed=data["sandboxed"])
+                 sandboxed=data["sandboxed"], sources=dict(data["sources"]), elapsed_s=float(data["elapsed_s"]))
 
 
 def files_digest(path: Path, error: str = "") -> str:

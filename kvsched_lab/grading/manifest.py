@@ -12,10 +12,11 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Dict, List, Optional
+from typing import Any, Dict, List, Optional, Sequence
 
-from kvsched_lab.grading.grade import Grade, write_reports
 from kvsched_lab.grading.writers import atomic_write
+from kvsched_lab.grading.grade import Grade, write_reports
+from kvsched_lab.grading.overrides import Override
 from kvsched_lab.grading.shards import Shard
 from kvsched_lab.grading.stamp import Stamp, stamp_from
 
@@ -63,9 +64,11 @@ def read_manifest(folder: Path) -> Manifest:
         raise ValueError(f"{path} is not a kvsched grades manifest ({e})") from None
 
 
-def write_class(grades: List[Grade], out: Path, manifest: Manifest) -> str:
-    """Feedback (in ``manifest.lang``, each stamped), ``grades.csv``, then ``manifest.json``; the CSV's SHA-256."""
-    digest = write_reports(grades, out, manifest.lang, manifest.stamp)
+def write_class(grades: List[Grade], out: Path, manifest: Manifest, overrides: Sequence[Override] = ()) -> str:
+    """Feedback (in ``manifest.lang``, each stamped), ``grades.csv``, then ``manifest.json``; the CSV's SHA-256.
+
+    `overrides` (overrides.py) are applied to the rows and shown in the feedback."""
+    digest = write_reports(grades, out, manifest.lang, manifest.stamp, overrides)
     manifest.rows = [g.submission for g in grades]
     manifest.grades_sha256 = digest
     atomic_write(out / MANIFEST, (json.dumps(manifest.as_dict(), indent=1, ensure_ascii=False) + "\n").encode("utf-8"))

@@ -9,20 +9,22 @@ writes feedback, ``grades.csv`` and the manifest with the writer an unsharded ru
 bytes are the same as one run over the whole class; the merged journal makes OUT usable as an
 unsharded run's output (``--resume``).
 
-The seam for changes applied at merge time (an overrides file): `merge_shards` returns the rows
-as `Grade`s; a step that takes and returns that list goes between it and `write_class`
-(`merge` is where).
+An overrides file (``--overrides``, overrides.py) is applied at merge time: it is read and its
+names checked against the class before anything is written, then `write_class` applies it to
+the merged rows (`apply_overrides`) and shows it in the feedback.
 """
 from __future__ import annotations
 
 import argparse
 import sys
 from pathlib import Path
-from typing import Dict, List, Optional, Tuple
+from typing import Dict, List, Optional, Sequence, Tuple
 
+from kvsched_lab.grading.writers import csv_cell
 from kvsched_lab.grading.grade import Grade
 from kvsched_lab.grading.journal import JOURNAL, Entry, Header, read_journal, write_journal
 from kvsched_lab.grading.manifest import Manifest, read_manifest, write_class
+from kvsched_lab.grading.overrides import Override, read_overrides, resolve
 from kvsched_lab.grading.shards import split
 from kvsched_lab.i18n.language import LANGUAGES
 
@@ -99,14 +101,14 @@ def merge_shards(folders: List[Path], lang: Optional[str] = None) -> Tuple[List[
     return rows_in_order, merged, {x: entries[x] for x in dict.fromkeys(learners)}
 
 
-def merge(folders: List[Path], out: Path, lang: Optional[str] = None) -> str:
+def merge(folders: List[Path], out: Path, lang: Optional[str] = None, overrides: Sequence[Override] = ()) -> str:
     """Merge the shards in `folders` into `out` (see the module docstring); the merged grades.csv's SHA-256."""
     if any(out.resolve() == f.resolve() for f in folders):
         raise ValueError(f"--out {out} is one of the shards: merge into a folder of its own")
     rows, manifest, entries = merge_shards(folders, lang)
-    # Changes applied at merge time (overrides) take `rows` and return them here, before they are written.
+    resolve(overrides, [csv_cell(g.submission) for g in rows])  # a name no row has: refused before any write
     write_journal(out, Header(manifest.stamp, manifest.options, None), entries)
-    return write_class(rows, out, manifest)
+    return write_class(rows, out, manifest, overrides)
 
 
 def merge_main(argv: List[str]) -> int:
@@ -118,9 +120,12 @@ def merge_main(argv: List[str]) -> int:
     p.add_argument("--out", required=True, help="where the merged grades.csv, feedback/ and manifest.json go")
     p.add_argument("--lang", default=None, choices=LANGUAGES,
                    help="language of the feedback files (default: the shards')")
+    p.add_argument("--overrides", metavar="CSV", help="corrections (submission,todo,points,reason) applied to "
+                                                      "the merged rows and shown in the feedback")
     args = p.parse_args(argv)
     try:
-        digest = merge([Path(s) for s in args.shards], Path(args.out), args.lang)
+        overrides = read_overrides(Path(args.overrides)) if args.overrides else []
+        digest = merge([Path(s) for s in args.shards], Path(args.out), args.lang, overrides)
     except ValueError as e:
         print(f"kvsched grade merge: {e}", file=sys.stderr)
         return 2

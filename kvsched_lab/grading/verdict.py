@@ -44,6 +44,7 @@ class TodoGrade:
     total: int = 0
     origin: str = ""
     lines: List[str] = field(default_factory=list)  # feedback (`Deferred`: English until rendered in --lang)
+    failing: List[str] = field(default_factory=list)  # the case families not fully passed (the class report)
 
 
 @dataclass
@@ -177,8 +178,9 @@ def judge(todo: str, result: Optional[dict], ref: Reference) -> TodoGrade:
     passed = sum(1 for credit in ok if credit == 1)
     errors = [bounded(e) for e in errors_in([o for o in observations if o is not None])]
     failing = n - passed
-    g = TodoGrade("failed", points=family_points(families(cases, ok)), passed=passed, total=n)
     by_family = families(cases, [credit == 1 for credit in ok])  # what the feedback shows: whole cases
+    g = TodoGrade("failed", points=family_points(families(cases, ok)), passed=passed, total=n,
+                  failing=[f for f, (p, m) in by_family.items() if p < m])
     ordered_only = sum(1 for credit in ok if 0 < credit < 1)
     if errors and len(errors) == failing and all(e.startswith("NotImplementedError") for e in errors) and not passed:
         return TodoGrade("not attempted", total=n, lines=[_("Every case raised {error}", error=inline(errors[0]))])

@@ -57,5 +57,5 @@ def font_rc(lang: str) -> Dict[str, List[str]]:
     if lang != "zh" or cjk_font() is None:
         return {}
     # Concrete family names, not "sans-serif": a text resolves a generic family when it is drawn,
-    # after the plotting function (and its rc_context) has returned.
+    # after the plotting function (and its font setting) has returned.
     return {"font.family": [cjk_font(), "DejaVu Sans"]}

@@ -10,8 +10,13 @@
   decides which blocks stay cached, the engine keeps the real blocks to match.
 - real_kv.py: `real_kv_replay`, a Mooncake trace through that engine, logits checked.
 - block_manager.py: `RefCountedBlockManager` (reference counts, the prefix cache and vLLM's
-  free-block queue); concurrent.py: `ConcurrentEngine`, several requests prefilled and decoded at
-  once, the blocks of running requests pinned, preemption when a step runs out of blocks.
+  free-block queue); concurrent.py: `ConcurrentEngine`, several requests prefilled (in chunks,
+  under a per-step token budget) and decoded at once, the blocks of running requests pinned,
+  preemption when a step runs out of blocks.
+- tiers/: KV blocks in device, host and disk tiers (notebook 09): `HostBlockPool` (pinned on CUDA)
+  and `DiskBlockStore` (a memory-mapped file), placement rules, the torch-free `TierHierarchy`
+  run by any policy per tier, `TieredPrefixCacheEngine` on real blocks, trace and real-KV replays,
+  measured costs and the break-even model; its `__init__.py` says which file holds what.
 
 Above the scheduling lab (it drives the lab's schedulers and policies), below the course.
 """

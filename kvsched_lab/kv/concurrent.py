@@ -3,19 +3,24 @@
 The prefix-cache engine (`kvsched_lab.kv.engine`) serves one prompt at a time. A server runs many:
 each request prefills its prompt (reusing cached prefix blocks), then decodes one token per step,
 and every running request's blocks are pinned while the cache keeps the rest. This engine does
-that on a `KVBlockPool` with the tiny model, the way vLLM v1 schedules by default:
+that on a `KVBlockPool` with the tiny model, the way vLLM v1 schedules by default
+(``vllm/v1/core/sched/scheduler.py``). Each step has a budget of ``max_num_batched_tokens``
+tokens (None: no limit), spent in this order:
 
-1. **Decode**, one token per step for every running request, oldest admitted first; a request
-   whose next token starts a new block takes one from the free queue, evicting the cached block
-   there. Full blocks (of the prompt or of generated tokens) enter the prefix cache.
+1. **Running requests**, oldest admitted first, each scheduled for the tokens it has not computed
+   yet, as many as the budget has left: one for a decoding request, a chunk of its prompt for
+   one still prefilling (**chunked prefill**: a long prompt takes several steps). Blocks are
+   allocated for the scheduled tokens only, from the free queue's front, evicting the cached
+   block there. Full blocks (of the prompt or of generated tokens) enter the prefix cache. A
+   request whose computed tokens reach its last one samples its next token.
 2. **Preemption**: when a step cannot get a block, the most recently admitted running request
    is preempted (vLLM's ``self.running.pop()``): its blocks are released, tail first, and it
    goes back to the front of the waiting queue to be recomputed later from its prompt and the
    tokens it already generated (which its cached blocks may partly spare).
-3. **Admission**, first come first served, in a step without preemption: the next waiting
-   request is admitted if the free blocks cover its prompt after its cached prefix (the cached
-   blocks are pinned, the rest allocated, the prompt prefilled and its first token sampled); at
-   most `max_running` run at once.
+3. **Admission**, first come first served, in a step without preemption, while budget is left:
+   the next waiting request is admitted if the free blocks cover its whole prompt after its
+   cached prefix (vLLM's ``scheduler_reserve_full_isl``, on by default); its cached blocks are
+   pinned and its first chunk scheduled as in 1. At most `max_running` run at once.
 4. A request that has generated its `output_length` tokens finishes and releases its blocks.
 
 Tokens are greedy (argmax), so a preempted-and-resumed request must produce exactly the tokens,
@@ -49,12 +54,20 @@ class ConcurrentConfig:
     tokens_per_block: int = 4  # tokens in one KV block
     max_running: int = 4  # requests decoding at once (vLLM's max_num_seqs)
     max_output_tokens: int = 16  # cap on a request's output_length, to keep CPU runs short
+    max_num_batched_tokens: Optional[int] = None  # tokens computed per step, all requests together; None: no cap
 
     def __post_init__(self) -> None:
-        for name in ("num_blocks", "tokens_per_block", "max_running", "max_output_tokens"):
+        for name in ("num_blocks", "tokens_per_block", "max_running", "max_output_tokens", "max_num_batched_tokens"):
             value = getattr(self, name)
+            if value is None and name == "max_num_batched_tokens":
+                continue
             if isinstance(value, bool) or not isinstance(value, int) or value <= 0:
                 raise ValueError(f"{name} must be an int > 0, got {value!r}")
+
+    @property
+    def token_budget(self) -> float:
+        """Tokens one step may compute."""
+        return float("inf") if self.max_num_batched_tokens is None else self.max_num_batched_tokens
 
 
 @dataclass
@@ -90,6 +103,7 @@ class ConcurrentReport:
     tokens_generated: int
     prefill_tokens_queried: int  # tokens of every prefill, resumes included (vLLM's prefix-cache queries)
     prefill_tokens_cached: int  # ... served from cached blocks (its hits)
+    partial_prefills: int  # prefill passes that stopped short of a prompt's end (chunked under the token budget)
     prefix_hit_rate: float
     num_blocks: int
     peak_blocks_in_use: int  # most blocks pinned by running requests at once
@@ -127,6 +141,7 @@ class ConcurrentEngine:
         self.tokens_recomputed = 0
         self.prefill_tokens_queried = 0
         self.prefill_tokens_cached = 0
+        self.partial_prefills = 0
         self.peak_blocks_in_use = 0
 
     # -- submitting ----------------------------------------------------------------------------
@@ -180,23 +195,26 @@ class ConcurrentEngine:
         return self.report()
 
     def step(self) -> None:
-        """Decode one token for every running request, preempting when short of blocks; then admit what fits.
+        """Advance every running request within the token budget, preempting when short of blocks; then admit.
 
         Like vLLM's scheduler: running requests first, and no admission in a step that preempted."""
         self.step_count += 1
         preemptions = len(self.preemption_steps)
+        budget = self.config.token_budget
         for request in list(self.running):  # oldest admitted first
+            if budget <= 0:
+                break
             if request in self.running:  # not preempted earlier in this step
-                self._decode(request)
+                budget -= self._advance(request, budget)
         if len(self.preemption_steps) == preemptions:
-            self._admit()
+            self._admit(budget)
         used = self.blocks.num_used_blocks
         self.blocks_in_use.append(used)
         self.running_counts.append(len(self.running))
 
-    def _admit(self) -> None:
+    def _admit(self, budget: float) -> None:
         cfg, blocks = self.config, self.blocks
-        while self.waiting and len(self.running) < cfg.max_running:
+        while self.waiting and len(self.running) < cfg.max_running and budget > 0:
             request = self.waiting[0]
             tokens = request.tokens
             keys = chain_block_keys(tokens, cfg.tokens_per_block)
@@ -212,39 +230,43 @@ class ConcurrentEngine:
             self.waiting.popleft()
             for b in hit:
                 blocks.pin(b)
-            request.block_table = list(hit) + [blocks.allocate() for _ in range(needed)]
+            request.block_table = list(hit)
             num_cached = len(hit) * cfg.tokens_per_block
             if request.num_preemptions:
                 self.tokens_recomputed += max(request.num_computed_tokens - num_cached, 0)
             self.prefill_tokens_queried += len(tokens)
             self.prefill_tokens_cached += num_cached
-            logits = self.model.prefill(tokens, request.block_table, num_cached, blocks.pool)
-            request.num_computed_tokens = len(tokens)
-            self._cache_full_blocks(request, keys)
+            request.num_computed_tokens = num_cached
             self.running.append(request)
-            self._note_peak()
-            self._sample(request, logits[-1])
+            budget -= self._advance(request, budget)  # its blocks were checked free: no preemption
 
-    def _decode(self, request: ServedRequest) -> None:
-        bs = self.config.tokens_per_block
-        position = request.num_computed_tokens  # the last sampled token, not yet in the cache
-        if position // bs == len(request.block_table):  # it starts a new block
-            block = self.blocks.allocate()
+    def _advance(self, request: ServedRequest, budget: float) -> int:
+        """Compute up to `budget` of the request's uncomputed tokens (1 when decoding); returns how many.
+
+        Blocks for them come from the free queue, preempting the most recently admitted request
+        while none is free; 0 if that preempted the request itself."""
+        bs, blocks = self.config.tokens_per_block, self.blocks
+        tokens = request.tokens
+        start = request.num_computed_tokens  # K/V in place; the rest is computed now
+        end = start + int(min(len(tokens) - start, budget))
+        while len(request.block_table) * bs < end:  # blocks for the scheduled tokens
+            block = blocks.allocate()
             while block is None:
                 victim = self.running[-1]  # the most recently admitted
                 self._preempt(victim)
                 if victim is request:
-                    return
-                block = self.blocks.allocate()
+                    return 0
+                block = blocks.allocate()
             request.block_table.append(block)
             self._note_peak()
-        tokens = request.tokens
-        logits = self.model.prefill(tokens, request.block_table, position, self.blocks.pool)
-        request.num_computed_tokens = position + 1
-        if request.num_computed_tokens % bs == 0:
-            keys = chain_block_keys(tokens[: request.num_computed_tokens], bs)
-            self._cache_full_blocks(request, keys)
-        self._sample(request, logits[-1])
+        logits = self.model.prefill(tokens[:end], request.block_table, start, blocks.pool)
+        request.num_computed_tokens = end
+        self.partial_prefills += end < len(tokens)
+        if end // bs > start // bs:  # a block filled up: cache it
+            self._cache_full_blocks(request, chain_block_keys(tokens[:end], bs))
+        if end == len(tokens):  # caught up: its logits sample the next token
+            self._sample(request, logits[-1])
+        return end - start
 
     def _sample(self, request: ServedRequest, logits: torch.Tensor) -> None:
         request.generated.append(int(logits.argmax()))
@@ -300,6 +322,7 @@ class ConcurrentEngine:
             requests_preempted=sum(r.num_preemptions > 0 for r in self.requests),
             tokens_recomputed=self.tokens_recomputed, tokens_generated=sum(len(r.generated) for r in self.requests),
             prefill_tokens_queried=queried, prefill_tokens_cached=self.prefill_tokens_cached,
+            partial_prefills=self.partial_prefills,
             prefix_hit_rate=self.prefill_tokens_cached / queried if queried else 0.0,
             num_blocks=self.config.num_blocks, peak_blocks_in_use=self.peak_blocks_in_use,
             evictions=self.blocks.num_evictions, blocks_in_use=list(self.blocks_in_use),

@@ -4,7 +4,17 @@
 2. A request's prefix hits = the leading run of its block ids cached at arrival,
    before the request touches anything.
 3. Then each of its blocks is touched, head to tail, as one cache entry (size: one block).
-4. ``prefix_hit_rate = sum(prefix hits) / sum(len(hash_ids))`` (vLLM's prefix-cache hit rate).
+4. ``prefix_hit_rate = sum(prefix hits) / sum(len(hash_ids))``: the share of block references
+   found as a cached prefix (``metric="blocks"``, the default and the course's protocol).
+
+``metric="vllm-tokens"`` measures what vLLM v1 reports instead (``PrefixCacheStats``: hit tokens
+over prompt tokens, from ``KVCacheManager.get_computed_blocks``), from each request's
+``input_length``: only a prompt's *full* blocks are cached (vLLM hashes full blocks only; the
+partial last block is computed and, in this replay, takes no room), and a hit is capped at
+``input_length - 1`` tokens in whole blocks (vLLM recomputes the last prompt token for its
+logits). So ``prefix_hit_rate = sum(block_tokens * min(prefix hits, (input_length - 1) //
+block_tokens)) / sum(input_length)``, each request replaying its first ``input_length //
+block_tokens`` ids.
 
 Any scheduler with the chapter's API replays: the learner's class, the reference, a library
 policy. Library policies may offer ``replay_requests(id_lists, bytes_)``, a hot loop that gives
@@ -19,9 +29,10 @@ from typing import Any, Callable, Hashable, Optional, Sequence, Union
 
 from kvsched_lab.i18n import _
 from kvsched_lab.sim.policies.base import Policy, gc_paused, generic_replay_requests
-from kvsched_lab.sim.traces import Request, sort_by_arrival
+from kvsched_lab.sim.traces import MOONCAKE_BLOCK_TOKENS, Request, sort_by_arrival
 
 _CHUNK_REQUESTS = 500  # progress granularity; state carries across chunks, so results do not depend on it
+METRICS = ("blocks", "vllm-tokens")  # what prefix_hit_rate counts; see the module docstring
 
 
 @dataclass
@@ -35,6 +46,9 @@ class ReplayResult:
     wall_seconds: float
     block_hits: Optional[int] = None  # touches that found their block cached (library policies)
     block_hit_rate: Optional[float] = None
+    metric: str = "blocks"  # "blocks": prefix hits / block refs; "vllm-tokens": hit tokens / prompt tokens
+    prompt_tokens: Optional[int] = None  # vllm-tokens: sum of input_length
+    prefix_hit_tokens: Optional[int] = None  # vllm-tokens: cached prompt tokens, vLLM's way
 
     def to_dict(self) -> dict:
         return asdict(self)
@@ -47,16 +61,25 @@ def replay(
     *,
     block_bytes: int = 1,
     progress: bool = False,
+    metric: str = "blocks",
+    block_tokens: int = MOONCAKE_BLOCK_TOKENS,
 ) -> ReplayResult:
     """Replay `requests` through a scheduler holding `capacity_blocks` blocks.
 
     `policy` is a library policy name, a scheduler class or factory called with
-    ``capacity_bytes``, or a fresh scheduler instance (its capacity must match).
+    ``capacity_bytes``, or a fresh scheduler instance (its capacity must match). `metric` is
+    ``"blocks"`` (the protocol) or ``"vllm-tokens"`` (vLLM's own count, `block_tokens` a block).
     """
     if isinstance(capacity_blocks, bool) or not isinstance(capacity_blocks, int) or capacity_blocks <= 0:
         raise ValueError(f"capacity_blocks must be a positive int, got {capacity_blocks!r}")
+    if metric not in METRICS:
+        raise ValueError(f"unknown metric {metric!r}; choose one of {', '.join(METRICS)}")
+    if isinstance(block_tokens, bool) or not isinstance(block_tokens, int) or block_tokens <= 0:
+        raise ValueError(f"block_tokens must be a positive int, got {block_tokens!r}")
     ordered = sort_by_arrival(requests)
-    id_lists = [r.hash_ids for r in ordered]
+    tokens = metric == "vllm-tokens"
+    # vLLM caches a prompt's full blocks only: the request replays those.
+    id_lists = [r.hash_ids[:r.input_length // block_tokens] if tokens else r.hash_ids for r in ordered]
     capacity_bytes = capacity_blocks * block_bytes
     sim, name = _build(policy, capacity_bytes, id_lists)
 
@@ -65,11 +88,15 @@ def replay(
     chunks = range(0, len(id_lists), _CHUNK_REQUESTS)
     bar = _progress_bar(len(id_lists), name, progress)
     start = time.perf_counter()
-    hits = 0
+    hits = hit_tokens = 0
     with gc_paused():  # the same for every scheduler, so timings compare like with like
         for i in chunks:
             chunk = id_lists[i:i + _CHUNK_REQUESTS]
-            hits += sum(run(chunk, block_bytes))
+            per_request = run(chunk, block_bytes)
+            hits += sum(per_request)
+            if tokens:  # at most input_length - 1 tokens, in whole blocks
+                hit_tokens += block_tokens * sum(min(h, (r.input_length - 1) // block_tokens)
+                                                 for h, r in zip(per_request, ordered[i:i + _CHUNK_REQUESTS]))
             if bar is not None:
                 bar.update(len(chunk))
     wall = time.perf_counter() - start
@@ -80,17 +107,36 @@ def replay(
     # Library policies count every touch that found its block cached; the bound's block hits
     # cap any prefix-hit rate, and block minus prefix hits are cached blocks behind a miss.
     block_hits = sim.hits if isinstance(sim, Policy) else None
+    prompt_tokens = sum(r.input_length for r in ordered) if tokens else None
+    if tokens:
+        rate = hit_tokens / prompt_tokens if prompt_tokens else 0.0
+    else:
+        rate = hits / refs if refs else 0.0
     return ReplayResult(
         policy=name,
         capacity_blocks=capacity_blocks,
         requests=len(ordered),
         block_refs=refs,
         prefix_hits=hits,
-        prefix_hit_rate=hits / refs if refs else 0.0,
+        prefix_hit_rate=rate,
         wall_seconds=wall,
         block_hits=block_hits,
         block_hit_rate=(block_hits / refs if refs else 0.0) if block_hits is not None else None,
+        metric=metric,
+        prompt_tokens=prompt_tokens,
+        prefix_hit_tokens=hit_tokens if tokens else None,
     )
+
+
+def metric_meaning(metric: str) -> str:
+    """One line saying what `prefix_hit_rate` counts under `metric` (the replay's output prints it)."""
+    if metric == "vllm-tokens":
+        return _("prefix_hit_rate = cached prompt tokens / prompt tokens, as vLLM counts them: only a prompt's "
+                 "full blocks are cached, and a hit covers at most input_length - 1 tokens")
+    if metric == "blocks":
+        return _("prefix_hit_rate = blocks found as a cached prefix / block references (the course's replay "
+                 "protocol; vLLM counts tokens instead: --metric vllm-tokens)")
+    raise ValueError(f"unknown metric {metric!r}; choose one of {', '.join(METRICS)}")
 
 
 def _build(policy: Any, capacity_bytes: int, id_lists: Sequence[Sequence[Hashable]]):

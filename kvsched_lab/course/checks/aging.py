@@ -79,8 +79,10 @@ def grade_aging(fn: Callable) -> int:
     if d_inflation < 0:
         raise _Wrong(_("a higher inflation value must raise the score, not lower it: new priorities start from L"))
     if not _close(d_inflation, 5.0):
-        raise _Wrong(_("raising self.inflation by 5 must raise the score by exactly 5 (L is added as it is, not "
-                       "scaled); yours rises by {rise}", rise=_fmt(d_inflation)))
+        raise _Wrong(_("your score scales self.inflation up: raising it by 5 raises your score by {rise}, more than L "
+                       "itself rose", rise=_fmt(d_inflation)) if d_inflation > 5.0 else
+                     _("your score scales self.inflation down: raising it by 5 raises your score by only {rise}, less "
+                       "than L itself rose", rise=_fmt(d_inflation)))
     if not _aged(fn, 3.0, 3, 20) > _aged(fn, 3.0, 2, 20):
         raise _Wrong(_("at the same L, more hits must still give a higher score (keep the chapter's score in it)"))
     if not _aged(fn, 3.0, 2, 60) < _aged(fn, 3.0, 2, 20):

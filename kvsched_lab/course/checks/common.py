@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from typing import Any, Callable, Dict, Hashable, Iterator, List, Sequence, Tuple
 
 from kvsched_lab.i18n import _
-from kvsched_lab.sim.scheduler import TODO_METHODS, CacheEntry
+from kvsched_lab.sim.scheduler import OPTIONAL_TODO_METHODS, TODO_METHODS, CacheEntry
 
 TODO_NAMES: Tuple[str, ...] = tuple(TODO_METHODS)
 TOL = 1e-9  # absolute and relative tolerance wherever a float is compared
@@ -61,11 +61,21 @@ class Result:
     def passed(self) -> bool:
         return self.status == "passed"
 
+    @property
+    def stops(self) -> bool:
+        """Whether the check cell raises: a failure, or a graded TODO left alone. An optional TODO
+        left alone only says so, so that Run All goes on past it."""
+        return not self.passed and not (self.status == "not attempted" and self.name in OPTIONAL_TODO_METHODS)
+
     def line(self) -> str:
         """The one line a check cell shows, in the current language (`message` is already in it)."""
         where = NOTEBOOK_OF[self.name].split("_")[0]
         if self.status == "passed":
             return _("✅ {name}: passed ({cases} cases)", name=self.name, cases=self.cases)
+        if self.status == "not attempted" and self.name in OPTIONAL_TODO_METHODS:
+            return _("⬜ {name}: not attempted (optional, not graded; the notebook goes on without it). To try it, "
+                     "write TODO {name} in the cell above, run it, then run this cell again. Hints: lab.hint({name!r})",
+                     name=self.name)
         if self.status == "not attempted":
             return _("⬜ {name}: not attempted: write TODO {name} in the cell above (notebook {where}), run it, "
                      "then run this cell again. Stuck? lab.hint({name!r})", name=self.name, where=where)

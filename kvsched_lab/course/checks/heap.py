@@ -50,39 +50,44 @@ def _new_record(before: List[tuple], after: List[tuple], what: str) -> tuple:
 
 
 def _check_record(rec: Any, want: tuple, entry: CacheEntry, old_priority: float, what: str) -> None:
+    """Each message names the property the record breaks (how it would sort, what the evictor could
+    not read from it), never the record's fields in order: that is the line to write."""
     priority, last_used, key = want
     if not isinstance(rec, tuple):
         raise _Wrong(_("{what}: a heap record must be a tuple like the others in the queue, got {rec_type} {rec!r}",
                        what=what, rec_type=type(rec).__name__, rec=rec))
     if len(rec) != 3:
-        raise _Wrong(_("{what}: a heap record has three fields (priority, last_used, key), got {count}: {rec!r}",
+        raise _Wrong(_("{what}: your record {rec!r} has {count} fields, unlike the records already in the queue: "
+                       "every record must be built alike, so that heapq can compare any two of them",
                        what=what, count=len(rec), rec=rec))
     if rec[0] == last_used and rec[1] == priority and priority != last_used:
-        raise _Wrong(_("{what}: the record's fields are in the wrong order: the heap must order records by priority "
-                       "first, last_used only to break ties",
+        raise _Wrong(_("{what}: your records compare by last use before priority, so they would pop oldest first "
+                       "whatever they are worth; the priority must decide, the last use only break ties",
                        what=what))
     if _close(rec[0], -priority) and priority != 0:
-        raise _Wrong(_("{what}: the record's priority is negated; this min-heap must pop the LOWEST priority first "
-                       "(the eviction victim), so store it as it is",
+        raise _Wrong(_("{what}: the record's priority is negated, so heapq (a min-heap) would pop the entry most "
+                       "worth keeping first; eviction wants the least",
                        what=what))
     if rec[2] is entry:
-        raise _Wrong(_("{what}: the record's last field must be the entry's key, not the CacheEntry object",
+        raise _Wrong(_("{what}: your record holds the CacheEntry object itself; the evictor looks a record's entry "
+                       "up in self.entries, and on a tie heapq would have to compare two entries",
                        what=what))
     if rec[2] != key or type(rec[2]) is not type(key):
-        raise _Wrong(_("{what}: the record's last field must be the key of the entry being refreshed ({key!r}), got "
-                       "{value!r}",
-                       what=what, key=key, value=rec[2]))
+        raise _Wrong(_("{what}: your record {rec!r} does not say which entry it is about where the records already in "
+                       "the queue do, so the evictor would look up {value!r} instead of {key!r}",
+                       what=what, rec=rec, key=key, value=rec[2]))
     if not _close(rec[0], priority):
         if _close(rec[0], old_priority):
             raise _Wrong(_("{what}: the newest heap record must carry the entry's new priority, this one carries the "
                            "priority from before re-scoring",
                            what=what))
-        raise _Wrong(_("{what}: the record's first field must be the entry's new priority ({priority!r}, what "
-                       "self._score returned), got {value!r}",
-                       what=what, priority=priority, value=rec[0]))
+        raise _Wrong(_("{what}: your record {rec!r} would sort by something other than the entry's new priority "
+                       "(what self._score just returned), so the heap would pop entries in the wrong order",
+                       what=what, rec=rec))
     if rec[1] != last_used:
-        raise _Wrong(_("{what}: the record's second field must be the entry's last_used ({last_used}), got {value!r}",
-                       what=what, last_used=last_used, value=rec[1]))
+        raise _Wrong(_("{what}: your record {rec!r} does not carry the entry's current last_used, so priority ties "
+                       "would not pop the older entry first, and the stale check could not tell the record is current",
+                       what=what, rec=rec))
 
 
 def _refresh(fn: Callable, sim: _HeapSelf, key: Hashable, new_priority: float, what: str) -> None:

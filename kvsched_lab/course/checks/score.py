@@ -9,7 +9,7 @@ import math
 import random
 from typing import Callable, List, Tuple
 
-from kvsched_lab.i18n import _
+from kvsched_lab.i18n import N_, _
 from kvsched_lab.course.checks.common import TOL, _close, _fmt, _run, _Wrong
 
 
@@ -32,57 +32,68 @@ def _score(fn: Callable, capacity: int, time: int, hits: int, size: int, last_us
     return float(value)
 
 
-# (capacity_bytes, time, hits, size, last_used) -> expected score, worked out by hand.
-_SCORE_CASES: List[Tuple[Tuple[int, int, int, int, int], float]] = [
-    ((128, 5, 1, 40, 5), 1.421875),  # the chapter's 'a' when added
-    ((128, 3, 2, 40, 3), 2.421875),  # ... and after its first reuse
-    ((128, 7, 1, 48, 7), 1.40625),  # the chapter's 'd'
-    ((100, 10, 3, 20, 6), 3.05),  # used 4 steps ago: recency 0.2
-    ((1000, 2, 5, 1000, 0), 4.916666666666667),  # full-capacity entry, recency 1/3
-    ((64, 3, 0, 16, 9), 0.4375),  # last_used after time: the gap is clamped at 0
+# (what the case is, as the failure message names it; (capacity_bytes, time, hits, size, last_used))
+# -> expected score, worked out by hand. The message names the case, never the expected score.
+_SCORE_CASES: List[Tuple[str, Tuple[int, int, int, int, int], float]] = [
+    (N_("the chapter's entry 'a' when added"), (128, 5, 1, 40, 5), 1.421875),
+    (N_("the chapter's entry 'a' after its first reuse"), (128, 3, 2, 40, 3), 2.421875),
+    (N_("the chapter's entry 'd'"), (128, 7, 1, 48, 7), 1.40625),
+    (N_("an entry last used 4 steps ago"), (100, 10, 3, 20, 6), 3.05),  # recency 0.2
+    (N_("an entry as big as the whole cache, last used 2 steps ago"), (1000, 2, 5, 1000, 0), 4.916666666666667),
+    (N_("an entry whose last_used is after the clock (the gap counts as 0, not as negative)"), (64, 3, 0, 16, 9),
+     0.4375),
 ]
 
 
 def grade_score(fn: Callable) -> int:
     s = lambda hits, size, last_used, capacity=100, time=10: _score(fn, capacity, time, hits, size, last_used)  # noqa: E731
-    # Term by term first: each message names the term that is off.
+    # Term by term first: each message names the term that is off and in which direction, with the
+    # learner's own number, never the weight that would complete the line (lab.hint tier 4 comes close).
     d_hits = s(3, 0, 10) - s(2, 0, 10)
     if d_hits <= TOL:
         raise _Wrong(_("more hits must give a higher score (reuse is the main reason to keep an entry)")
                      if d_hits < -TOL else _("the score ignores hits: one more hit must raise it"))
     if not _close(d_hits, 1.0):
-        raise _Wrong(_("each extra hit must add exactly 1.0 to the score (reuse_bonus counts at full weight); yours "
-                       "adds {d_hits}",
+        raise _Wrong(_("the reuse term weighs too little: one more hit, all else equal, raises your score by only "
+                       "{d_hits}", d_hits=_fmt(d_hits)) if d_hits < 1.0 else
+                     _("the reuse term weighs too much: one more hit, all else equal, raises your score by {d_hits}",
                        d_hits=_fmt(d_hits)))
     d_recent = s(0, 0, 10) - s(0, 0, 9)  # recency 1.0 vs 0.5
     if d_recent <= TOL:
         raise _Wrong(_("a more recently used entry must score higher (recency is a bonus)")
                      if d_recent < -TOL else _("the score ignores recency: last used now vs 1 step ago must differ"))
     if not _close(d_recent, 0.25):
-        raise _Wrong(_("the recency term has the wrong weight: last used now (recency 1.0) vs one step ago (recency "
-                       "0.5) should differ by 0.25, yours differ by {d_recent}",
-                       d_recent=_fmt(d_recent)))
+        raise _Wrong(_("the recency term weighs too little: an entry used just now outscores one used a step "
+                       "earlier by only {d_recent}", d_recent=_fmt(d_recent)) if d_recent < 0.25 else
+                     _("the recency term weighs too much: an entry used just now outscores one used a step earlier "
+                       "by {d_recent}", d_recent=_fmt(d_recent)))
     d_size = s(0, 50, 10) - s(0, 0, 10)  # size_penalty 0.5 vs 0
     if d_size >= -TOL:
         raise _Wrong(_("a bigger entry must score lower (size is a penalty)")
                      if d_size > TOL else _("the score ignores size: a bigger entry must score lower"))
     if not _close(d_size, -0.125):
-        raise _Wrong(_("the size penalty has the wrong weight: growing from 0 to half the capacity should lower the "
-                       "score by 0.125, yours lowers it by {d_size}",
-                       d_size=_fmt(-d_size)))
+        raise _Wrong(_("the size penalty weighs too little: growing an entry from nothing to half the capacity "
+                       "lowers your score by only {d_size}", d_size=_fmt(-d_size)) if -d_size < 0.125 else
+                     _("the size penalty weighs too much: growing an entry from nothing to half the capacity lowers "
+                       "your score by {d_size} (is size measured against capacity_bytes?)", d_size=_fmt(-d_size)))
     base = s(0, 0, 10)
     if not _close(base, 0.5):
-        raise _Wrong(_("with hits=0, size=0 and last_used == time only the recency term is left, so the score "
-                       "should be 0.5; yours is {base}",
-                       base=_fmt(base)))
+        raise _Wrong(_("your score has a constant that belongs to no term: each term moves it as it should, yet an "
+                       "entry with hits=0 and size=0, used just now, scores {base}, more than its weighted recency "
+                       "alone", base=_fmt(base)) if base > 0.5 else
+                     _("your score has a constant that belongs to no term: each term moves it as it should, yet an "
+                       "entry with hits=0 and size=0, used just now, scores {base}, less than its weighted recency "
+                       "alone", base=_fmt(base)))
     cases = 4
-    for (capacity, time, hits, size, last_used), want in _SCORE_CASES:
+    for label, (capacity, time, hits, size, last_used), want in _SCORE_CASES:
         got = s(hits, size, last_used, capacity, time)
         if not _close(got, want):
-            raise _Wrong(_("_score(hits={hits}, size={size}, last_used={last_used}) with time={time}, "
-                           "capacity_bytes={capacity} should be {want!r} (within {TOL}), got {got!r}",
-                           hits=hits, size=size, last_used=last_used, time=time, capacity=capacity, want=want,
-                           TOL=TOL, got=got))
+            wrong = (N_("{what}: _score(hits={hits}, size={size}, last_used={last_used}) with time={time}, "
+                        "capacity_bytes={capacity} returned {got!r}, more than the chapter's score") if got > want else
+                     N_("{what}: _score(hits={hits}, size={size}, last_used={last_used}) with time={time}, "
+                        "capacity_bytes={capacity} returned {got!r}, less than the chapter's score"))
+            raise _Wrong(_(wrong, what=_(label), hits=hits, size=size, last_used=last_used, time=time,
+                           capacity=capacity, got=got))
         cases += 1
     rng = random.Random(41)
     for _case in range(30):
@@ -93,7 +104,7 @@ def grade_score(fn: Callable) -> int:
         last_used = rng.randint(0, time)
         got = s(hits, size, last_used, capacity, time)
         if not _close(s(hits + 1, size, last_used, capacity, time) - got, 1.0):
-            raise _Wrong(_("each extra hit must add exactly 1.0 to the score, at any time and size"))
+            raise _Wrong(_("one more hit must raise the score by the same amount at every time and size"))
         shifted = s(hits, size, last_used + 7, capacity, time + 7)
         if not _close(shifted, got):
             raise _Wrong(_("recency must depend only on how long ago the entry was used (time - last_used), not on the "

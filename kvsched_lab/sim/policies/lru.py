@@ -15,8 +15,8 @@ What it is *not*: the eviction of vLLM or SGLang, although both are least-recent
   (the request's block list reversed), so a request's tail goes before its head, and a hit by a
   new request takes a block back out of the queue.
 - SGLang (``python/sglang/srt/mem_cache/radix_cache.py``) keeps a radix tree of token
-  sequences and evicts only leaves that no running request locks, least recently accessed
-  first by default (the strategy is configurable); a parent becomes a candidate once its
+  sequences and evicts only leaves that no running request locks, a whole leaf (a run of
+  tokens) at a time, least recently accessed first by default (the strategy is configurable); a parent becomes a candidate once its
   children are gone, so what stays cached is always a whole prefix.
 """
 from __future__ import annotations

@@ -10,11 +10,18 @@ section 3, one request at a time) that is:
 1. the request's prefix hits are the leading run of its ids cached at arrival;
 2. head to tail, each block: cached and not yet pinned by this request -> it leaves the free
    queue and is pinned (``reuse``); missing -> when the free queue plus the pinned blocks
-   already fill the capacity, the free queue's front is evicted (``evict``), or, when the
-   free queue is empty (everything is pinned), the block is computed but not cached (``skip``);
-   a block that got room is pinned (``add``);
+   already fill the capacity, the free queue's front is evicted (``evict``); a block that got
+   room is pinned (``add``);
 3. when the request ends, its pinned blocks join the back of the free queue in reverse order,
    tail block first.
+
+One request at a time, the free queue runs empty only when a single prompt is longer than the
+whole cache. vLLM never serves one: a request whose blocks do not fit is refused its allocation
+(``allocate_slots`` returns None: a waiting request waits, a running one preempts another), and
+at startup vLLM checks that the pool holds one request of ``max_model_len`` tokens. The replay's
+simplification instead computes such a prompt but caches only its first blocks: once every
+cached block is pinned, the rest is logged ``skip``. (SGLang refuses such a prompt when it
+arrives; `radix` makes the same simplification.)
 
 A request ends when the next one begins (`begin_request`) or at `end_request`. A plain
 ``touch`` outside a request is a one-block request of its own, so a ``touch``-only caller (the

@@ -215,12 +215,12 @@ def test_names_that_once_ran_code_or_spoofed_are_data(attacked):
     rows, out = attacked["rows"], attacked["out"]
     injected = rows[next(n for n in rows if n.startswith("x") and "_kvh.watch" in n)]
     assert "imports solutions" in injected["status"] and injected["total"] == "0", injected
-    feedback = {p.name for p in (out / "feedback").iterdir()}
+    feedback = {p.name for p in (out / "feedback").glob("*.md")}
     assert {"a_b.py.md", "a%20b.py.md", "caf%5Cxe9.py.md"} <= feedback and len(feedback) == len(rows)
     assert "Total: 100 / 100" in (out / "feedback" / "a_b.py.md").read_text()
     raw = (out / "grades.csv").read_text(encoding="utf-8")
     assert "'" + FORMULA_NAME in rows and "\u2028" not in raw and str(attacked["root"]) not in raw
-    spoof = next(p for p in (out / "feedback").iterdir() if p.name.startswith("surrogate_message")).read_text()
+    spoof = next(p for p in (out / "feedback").glob("*.md") if p.name.startswith("surrogate_message")).read_text()
     assert [line for line in spoof.splitlines() if line.startswith(("Total:", "#"))][:2] == \
         ["# Feedback: ` surrogate_message.py `", "Total: 0 / 100"], "no forged heading"
     outside, fence = [], None  # lines a Markdown viewer renders: those outside code blocks
@@ -241,7 +241,7 @@ def test_a_class_of_attacks_and_honest_learners(attacked):
     rows = attacked["rows"]
     for name in HONEST:
         assert rows[name]["total"] == "100" and rows[name]["status"] == "ok", (name, rows[name])
-    ann = next(p for p in (attacked["out"] / "feedback").iterdir() if p.name.startswith("honest-ann"))
+    ann = next(p for p in (attacked["out"] / "feedback").glob("*.md") if p.name.startswith("honest-ann"))
     assert "Not read: ` 06_plots.ipynb `" in ann.read_text()
     attacks = attacked["names"] + [n for n in rows if "_kvh.watch" in n] + ["a b.py", "'" + FORMULA_NAME]
     assert all(rows[n]["total"] == "0" for n in attacks), [(n, rows[n]["total"]) for n in attacks if rows[n]["total"] != "0"]

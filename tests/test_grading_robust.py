@@ -101,7 +101,7 @@ def test_writers_survive_surrogates_and_controls(tmp_path):
     data = (tmp_path / "grades.csv").read_bytes()
     assert len(digest) == 64 and data.decode("utf-8")
     assert "\udcff" not in data.decode("utf-8") and "\u202e" not in data.decode("utf-8") and "\x1b" not in data.decode()
-    assert len(list((tmp_path / "feedback").iterdir())) == 2
+    assert len(list((tmp_path / "feedback").glob("*.md"))) == 2
     assert display_name(os.fsdecode(b"caf\xe9.py")) == "caf\\xe9.py"
 
 
@@ -246,7 +246,7 @@ def test_force_replaces_an_earlier_run_and_names_are_relative(tmp_path, capsys):
     (out / "feedback" / "gone-student.md").write_text("stale")
     (out / "grades.csv").write_text("stale")
     assert grade_main([str(tmp_path / "class"), "--out", str(out), "--force", "--no-sandbox", "--timeout", "5"]) == 0
-    assert sorted(p.name for p in (out / "feedback").iterdir()) == ["stub.py.md"], "the stale file is gone"
+    assert sorted(p.name for p in (out / "feedback").iterdir()) == ["stub.py.html", "stub.py.md"], "the stale one is gone"
     rows = list(csv.DictReader(open(out / "grades.csv", encoding="utf-8")))
     assert [r["submission"] for r in rows] == ["stub.py"]
     assert str(tmp_path) not in (out / "grades.csv").read_text() + (out / "feedback" / "stub.py.md").read_text()

@@ -77,7 +77,7 @@ def csv_cell(text: Any) -> str:
     raw = text if isinstance(text, str) else str(text)
     text = bounded(raw, len(raw) + 3)  # one line: line breaks and tabs become spaces
     folded = unicodedata.normalize("NFKC", text).lstrip(" \u3000")
-    return "'" + text if folded.startswith(_FORMULA_START) or text[:1] == " " else text
+    return "'" + text if folded.startswith(_FORMULA_START) else text
 
 
 def feedback_file_name(name: str, used: Set[str]) -> str:

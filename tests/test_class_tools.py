@@ -98,12 +98,12 @@ def test_overrides_show_in_grades_csv_and_both_feedback_languages(tmp_path):
     write_reports(grades, tmp_path / "en", "en", overrides=overrides)
     rows = list(csv.DictReader(open(tmp_path / "en" / "grades.csv")))
     assert rows[1]["score"] == "20" and rows[1]["total"] == "100" and rows[1]["graded_total"] == "92"
-    en = (tmp_path / "en" / "feedback" / "c_b.py.md").read_text()
+    en = (tmp_path / "en" / "feedback" / "c%2Fb.py.md").read_text()
     assert "score: 12 -> 20 points. Reason: the precision case is ambiguous in the notebook" in en
     assert "Final total: 100 / 100 (graded 92)." in en
     zh = feedback_text(grades[1], "zh", corrections=overrides)
     assert "教师更正" in zh and "12 分改为 20 分。理由：the precision case" in zh and "更正后总分：100 / 100" in zh
-    assert "Corrected" not in (tmp_path / "en" / "feedback" / "c_a.py.md").read_text()
+    assert "Corrected" not in (tmp_path / "en" / "feedback" / "c%2Fa.py.md").read_text()
 
 
 # --------------------------------------------------------------------------- HTML feedback

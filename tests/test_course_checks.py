@@ -517,9 +517,9 @@ def test_fallback_is_seed_here_and_lru_where_seed_is_withheld(monkeypatch, tmp_p
 
 # --------------------------------------------------------------------------- optional TODO aging
 
-AGING_RIGHT = {  # same decisions as GDSF with the chapter's score, written differently
+AGING_RIGHT = {  # same decisions as GDSF over the base score in scope, written differently
     "reference order swapped": "score = chapter_score + self.inflation",
-    "the chapter's score recomputed": "score = self.inflation + hits + 0.5 - 0.25 * size / self.capacity_bytes",
+    "the base score asked for again": "score = self.inflation + self.chapter_score(hits, size, last_used)",
     "the chapter's score doubled (all priorities double, decisions do not change)":
         "score = self.inflation + 2 * chapter_score",
 }
@@ -606,7 +606,7 @@ def test_aging_scheduler_without_aging_decides_like_the_chapters_scheduler():
 
     rng = random.Random(3)
     touches = [(f"p{rng.randrange(30)}", rng.choice([8, 16, 24])) for _ in range(2000)]
-    plain = AgingScheduler(200, lambda self, h, s, lu: self.chapter_score(h, s, lu))
+    plain = AgingScheduler(200, lambda self, h, s, lu: self.chapter_score(h, s, lu), KVCacheSchedulerSim._score)
     chapter = KVCacheSchedulerSim(200)
     for key, size in touches:
         plain.touch(key, size)
@@ -620,11 +620,13 @@ def test_aging_scheduler_fast_replay_matches_touch_by_touch():
 
     from kvsched_lab.course.aging import AgingScheduler
     from kvsched_lab.sim.policies.base import generic_replay_requests
+    from solutions import KVCacheSchedulerSim
     from solutions.aging import _aged_score
 
     rng = random.Random(5)
     lists = [[rng.randrange(60) for _ in range(rng.randint(1, 6))] for _ in range(400)]
-    fast, slow = AgingScheduler(25, _aged_score), AgingScheduler(25, _aged_score)
+    base = KVCacheSchedulerSim._score  # the learner's notebook 02 score, in the notebook
+    fast, slow = AgingScheduler(25, _aged_score, base), AgingScheduler(25, _aged_score, base)
     assert fast.replay_requests(lists, 1) == generic_replay_requests(slow, lists, 1)
     assert list(fast.log) == list(slow.log) and fast.inflation == slow.inflation > 0
     assert fast.snapshot() == slow.snapshot() and fast.hits == slow.hits

@@ -26,7 +26,7 @@ from kvsched_lab.grading import grade_main
 from kvsched_lab.grading.compare import same
 from kvsched_lab.grading.intake import discover
 from kvsched_lab.grading.sandbox import probe
-from kvsched_lab.grading.submissions import load
+from kvsched_lab.grading.submissions import UNTAGGED, load
 from kvsched_lab.grading.stubs import known_stubs
 from kvsched_lab.sim.scheduler import TODO_METHODS
 from kvsched_lab.course.todos import fill_todos, reference_sources, tagged_cells
@@ -151,7 +151,7 @@ def _build(root: Path) -> Dict[str, Dict[str, Tuple[int, str]]]:
     for c in nb["cells"]:
         c.get("metadata", {}).pop("tags", None)  # the learner lost the tag
     write_notebook(nb, broken / "02_score.ipynb")
-    want["nb-broken"] = {"score": (0, "not attempted"), "heap": (0, "timed out"), "stale": (0, "error"),
+    want["nb-broken"] = {"score": (0, UNTAGGED), "heap": (0, "timed out"), "stale": (0, "error"),
                          "entry": (0, "error"), "snapshot": (0, "error")}
     noisy = root / "noisy.py"
     noisy.write_text("print('y' * 5_000_000)\n" + v.py_submission({"score": NOISY}), encoding="utf-8")
@@ -255,7 +255,8 @@ def test_misbehaving_code_gets_a_clear_status_and_no_unearned_points(batch, name
 
 def test_statuses_and_feedback_say_what_happened(batch):
     rows = batch["rows"]
-    assert rows["nb-broken"]["status"] == "heap: timed out; stale: error; entry: error; snapshot: error"
+    assert rows["nb-broken"]["status"] == \
+        f"score: {UNTAGGED}; heap: timed out; stale: error; entry: error; snapshot: error"
     broken = _feedback(batch, "nb-broken")
     assert "02_score.ipynb, cell 3 defines _score but is not tagged todo:score" in broken
     assert "ran out of time" in broken and "ValueError: boom" in broken
@@ -337,9 +338,8 @@ def test_the_real_course_notebooks(tmp_path):
 
 def test_grading_notebook_is_valid_nbformat(tmp_path):
     from kvsched_lab.grading.grade import _grading_notebook
-    from kvsched_lab.grading.submissions import TodoSource
 
-    nb = _grading_notebook({"score": TodoSource("run", "cell", v.REF["score"], "x")}, "grading.json")
+    nb = _grading_notebook(["score", "heap"], "grading-config.json")
     nbformat.validate(nbformat.reads(json.dumps(nb), as_version=4))
 
 
@@ -588,6 +588,7 @@ def test_grade_refuses_without_a_sandbox_unless_told(monkeypatch, tmp_path, caps
 
     monkeypatch.setattr(sandbox, "probe", lambda: (False, "bubblewrap (bwrap) is not installed"))
     (tmp_path / "class").mkdir()
+    (tmp_path / "class" / "ref.py").write_text(v.py_submission({}))
     assert grade_main([str(tmp_path / "class"), "--out", str(tmp_path / "out")]) == 2
     err = capsys.readouterr().err
     assert "bubblewrap (bwrap) is not installed" in err and "apt-get install bubblewrap" in err and "--no-sandbox" in err

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import csv
 import hashlib
+import json
 import os
 import re
 import sys
@@ -22,7 +23,8 @@ import pytest
 
 from kvsched_lab.grading import grade_main
 from kvsched_lab.grading.release_checks import forbidden_lines
-from kvsched_lab.grading.sandbox import SANDBOX_UID_BASE, probe
+from kvsched_lab.grading.leases import in_leased_range
+from kvsched_lab.grading.sandbox import probe
 from kvsched_lab.sim.scheduler import TODO_METHODS
 
 sys.path.insert(0, str(Path(__file__).parent / "grading_cases"))
@@ -31,6 +33,9 @@ import variants as v  # noqa: E402
 ATTACKS = Path(__file__).parent / "grading_cases" / "attacks"
 TODOS = list(TODO_METHODS)
 MARK = "kvsched-attack"  # the detached attacker names itself so (PR_SET_NAME, 15 characters at most)
+INJECTING_NAME = "x\u2028!:\u2028_kvh.watch=lambda*a:None#.py"  # once ran code in the grading kernel
+FORMULA_NAME = "\uff1dHYPERLINK(\"x\").py"  # a full-width = : a formula to a spreadsheet
+HONEST = ("honest-ref.py", "honest-different.py", "honest-bob", "honest-ann", "carol.ipynb", "caf\\xe9.py", "a_b.py")
 
 works, why = probe()
 pytestmark = pytest.mark.skipif(not works, reason=f"the grading sandbox cannot run here: {why}")
@@ -46,8 +51,8 @@ def _stubs_except(todo: str, source: str) -> Dict[str, str]:
     return {t: (source if t == todo else v.stub(t)) for t in TODOS}
 
 
-def _alive(marker: str) -> List[str]:
-    """Processes named `marker` or running as a sandbox uid (as root), anywhere on this machine."""
+def _alive(marker: str, uids: range) -> List[str]:
+    """Processes named `marker` or running as one of the batch's leased `uids` (as root), on this machine."""
     found = []
     for entry in os.scandir("/proc"):
         if not entry.name.isdigit():
@@ -57,7 +62,7 @@ def _alive(marker: str) -> List[str]:
             uid = entry.stat().st_uid
         except OSError:
             continue
-        if comm == marker[:15] or (os.geteuid() == 0 and SANDBOX_UID_BASE <= uid < SANDBOX_UID_BASE + 64):
+        if comm == marker[:15] or (os.geteuid() == 0 and uid in uids):
             found.append(f"{entry.name} {comm} uid {uid}")
     return found
 
@@ -91,6 +96,18 @@ def attacked(tmp_path_factory):
     v.write_series(base / "flat", {}, layout={"dave.ipynb": TODOS})
     (base / "flat" / "dave.ipynb").rename(root / "dave.ipynb")
     bob_before = {p.name: p.read_bytes() for p in (root / "honest-bob").iterdir()}
+    # Issue 19: names that once ran code, crashed the writers or took another's feedback file.
+    import_solutions = v.py_submission(_stubs_except("score", "def _score(self, hits, size, last_used):\n"
+                                                              "    import solutions\n"))
+    (root / INJECTING_NAME).write_text(import_solutions, encoding="utf-8")
+    (root / os.fsdecode(b"caf\xe9.py")).write_text(v.py_submission({}), encoding="utf-8")  # honest, not UTF-8
+    (root / "a_b.py").write_text(v.py_submission({}), encoding="utf-8")  # honest
+    (root / "a b.py").write_text(v.py_submission({t: v.stub(t) for t in TODOS}), encoding="utf-8")
+    (root / FORMULA_NAME).write_text(v.py_submission({t: v.stub(t) for t in TODOS}), encoding="utf-8")
+    ann = v.write_series(root / "honest-ann", v.REF)  # an ungraded notebook over 4 MiB beside her work
+    plots = v.notebook([("print('plots')", [])])
+    plots["cells"][0]["outputs"] = [{"output_type": "stream", "name": "stdout", "text": "x" * (5 << 20)}]
+    (ann / "06_plots.ipynb").write_text(json.dumps(plots), encoding="utf-8")
 
     import contextlib
     import io
@@ -110,7 +127,11 @@ def attacked(tmp_path_factory):
 
 def test_no_process_outlives_grading_and_grades_csv_is_intact(attacked):
     assert attacked["code"] == 0, attacked["printed"][-2000:]
-    assert _alive(MARK) == []
+    first, last = 0, -1  # unprivileged: no uids of its own, the user namespace maps the grader's
+    if os.geteuid() == 0:
+        first, last = map(int, re.search(r"sandbox uids (\d+)-(\d+)", attacked["printed"]).groups())
+        assert last == first + 1 and in_leased_range(first) and in_leased_range(last), "--jobs 2: two leased uids"
+    assert _alive(MARK, range(first, last + 1)) == []
     data = (attacked["out"] / "grades.csv").read_bytes()
     assert data == attacked["csv_after_grading"] and b"forged" not in data
     digest = re.search(r"grades.csv sha256 ([0-9a-f]{64})", attacked["printed"]).group(1)
@@ -138,6 +159,21 @@ def test_every_attack_is_stopped(attacked):
     assert "searched the heap (gc)" in status["print_reference_code.py"]
     assert "/proc/self/mem" in status["read_kernel_memory.py"]
     assert "imports solutions" in status["hidden_import.py"]
+    # Issue 19, item 4: the audit's blind spots and its budget (before: each of these read "ok").
+    blind = status["blind_the_channel.py"]
+    # its copies of the pipe keep it open, so the parent sees a silent child: timed out, or a gap
+    assert "tried to close or redirect the results channel" in blind and "imports solutions" in blind, blind
+    assert "tampered with the results channel" in blind or "score: timed out" in blind, blind
+    primitives = status["audit_primitives.py"]
+    for seen in ("opened '/etc/hostname'", "_posixsubprocess", "tampered with the grading harness or sys.modules",
+                 "opened process memory for writing"):
+        assert seen in primitives, (seen, primitives)
+    assert "imports solutions" in status["note_flood.py"], "harmless notes cannot push the serious one out"
+    # item 6: all processes of one sandbox together (before: 4 x 600 MiB detached went through)
+    assert "over its 2048 MiB" in status["memory_hogs.py"], status["memory_hogs.py"]
+    assert "forked a process" in status["cpu_burners.py"]
+    # item 1: a lone surrogate in an exception message is this row's error, not the batch's crash
+    assert "score: error" in status["surrogate_message.py"]
 
 
 def test_kernel_memory_and_printed_code_hold_no_reference(attacked):
@@ -170,3 +206,42 @@ def test_honest_controls_in_the_attacked_batch(attacked):
     assert rows["honest-stub.py"]["total"] == "0"
     one = rows["honest-one-mistake.py"]
     assert int(one["snapshot"]) < 20 and all(one[t] == "20" for t in TODOS if t != "snapshot"), one
+
+
+def test_names_that_once_ran_code_or_spoofed_are_data(attacked):
+    """Issue 19, items 2 and 5. Before: a file name with U+2028 ran code in the grading kernel (the
+    audit turned off: ``ok``); ``a b.py`` took ``a_b.py``'s feedback file; a full-width ``＝`` name was a
+    spreadsheet formula; a name that is not UTF-8 crashed the batch."""
+    rows, out = attacked["rows"], attacked["out"]
+    injected = rows[next(n for n in rows if n.startswith("x") and "_kvh.watch" in n)]
+    assert "imports solutions" in injected["status"] and injected["total"] == "0", injected
+    feedback = {p.name for p in (out / "feedback").glob("*.md")}
+    assert {"a_b.py.md", "a%20b.py.md", "caf%5Cxe9.py.md"} <= feedback and len(feedback) == len(rows)
+    assert "Total: 100 / 100" in (out / "feedback" / "a_b.py.md").read_text()
+    raw = (out / "grades.csv").read_text(encoding="utf-8")
+    assert "'" + FORMULA_NAME in rows and "\u2028" not in raw and str(attacked["root"]) not in raw
+    spoof = next(p for p in (out / "feedback").glob("*.md") if p.name.startswith("surrogate_message")).read_text()
+    assert [line for line in spoof.splitlines() if line.startswith(("Total:", "#"))][:2] == \
+        ["# Feedback: ` surrogate_message.py `", "Total: 0 / 100"], "no forged heading"
+    outside, fence = [], None  # lines a Markdown viewer renders: those outside code blocks
+    for line in spoof.splitlines():
+        if fence is None and line.startswith("```"):
+            fence = line
+        elif fence is not None and line == fence:
+            fence = None
+        elif fence is None:
+            outside.append(line)
+    assert not any(line.startswith("# Total") for line in outside), outside
+    assert all(line.count("`") >= 2 for line in outside if "<img" in line), "HTML only inside code"
+
+
+
+def test_a_class_of_attacks_and_honest_learners(attacked):
+    """Every honest row of the attacked class folder is 100 and ok; no attack earned a point."""
+    rows = attacked["rows"]
+    for name in HONEST:
+        assert rows[name]["total"] == "100" and rows[name]["status"] == "ok", (name, rows[name])
+    ann = next(p for p in (attacked["out"] / "feedback").glob("*.md") if p.name.startswith("honest-ann"))
+    assert "Not read: ` 06_plots.ipynb `" in ann.read_text()
+    attacks = attacked["names"] + [n for n in rows if "_kvh.watch" in n] + ["a b.py", "'" + FORMULA_NAME]
+    assert all(rows[n]["total"] == "0" for n in attacks), [(n, rows[n]["total"]) for n in attacks if rows[n]["total"] != "0"]

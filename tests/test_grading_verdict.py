@@ -21,8 +21,8 @@ from kvsched_lab.grading import observe
 from kvsched_lab.grading.cases import hidden_cases
 from kvsched_lab.i18n.messages import translate
 from kvsched_lab.grading.compare import Mismatch, describe_op, error_of, errors_in, first_mismatch, same
-from kvsched_lab.grading.verdict import (HEAD_CAP, POINTS, TEXT_CAP, Reference, bounded, families, family_points,
-                                         fenced, judge, validate)
+from kvsched_lab.grading.verdict import POINTS, Reference, families, family_points, judge, validate
+from kvsched_lab.grading.writers import HEAD_CAP, TEXT_CAP, bounded, fenced
 from kvsched_lab.sim.scheduler import TODO_METHODS
 from kvsched_lab.course.todos import load_method
 
@@ -508,7 +508,7 @@ def test_what_went_wrong_while_graded_decides_the_status(reference):
     assert [str(x) for x in g.lines] == ["The grading cell for this TODO did not finish."]
     g = judge("heap", {"load": "SyntaxError: line 2"}, reference)
     assert (g.status, g.total) == ("error", n)
-    assert str(g.lines[0]) == "Your code could not be loaded: SyntaxError: line 2"
+    assert str(g.lines[0]) == "Your code could not be loaded: ` SyntaxError: line 2 `"  # learner text: a code span
     g = judge("heap", {"stub": True, "cases": {}}, reference)
     assert (g.status, g.points, g.total) == ("not attempted", 0, n)
     assert str(g.lines[0]) == "The method is the skeleton's unchanged stub."
@@ -519,12 +519,12 @@ def test_what_went_wrong_while_graded_decides_the_status(reference):
     cases["0"] = {"obs": [{"steps": [["error", "NotImplementedError: first"]], "final": {}}]}
     g = judge("heap", {"cases": cases}, reference)
     assert (g.status, g.total) == ("not attempted", n)
-    assert str(g.lines[0]) == "Every case raised NotImplementedError: first"
+    assert str(g.lines[0]) == "Every case raised ` NotImplementedError: first `"
     # Every graded case raised something else: an error, with the count and the first one.
     cases = {k: {"obs": [{"steps": [["error", f"KeyError: {k!r}"]], "final": {}}]} for k in cases}
     g = judge("heap", {"cases": cases}, reference)
     assert (g.status, g.points) == ("error", 0)
-    assert f"{n} case(s) raised an exception; the first: KeyError: '0'" in [str(x) for x in g.lines]
+    assert f"{n} case(s) raised an exception; the first: ` KeyError: '0' `" in [str(x) for x in g.lines]
     # Some died and the rest raised: still an error (nothing ran to the end).
     for k in list(cases)[::2]:
         cases[k] = {"died": "killed by signal 9"}
@@ -542,10 +542,10 @@ def test_what_went_wrong_while_graded_decides_the_status(reference):
     lines = [str(x) for x in g.lines]
     assert (g.status, g.passed, g.total) == ("timed out", n - 4, n) and 0 < g.points < POINTS
     assert "1 case(s) ran out of time (an infinite loop, or far too slow)." in lines
-    assert "1 case(s) ended the grading process: killed by signal 9." in lines
+    assert "1 case(s) ended the grading process: ` killed by signal 9 `." in lines  # the kernel's text: a code span
     assert "1 case(s) produced far too much data to compare." in lines
-    assert "1 case(s) were not run (3 timeouts in a row)." in lines
-    assert "Note: printed to stderr." in lines
+    assert "1 case(s) were not run (` 3 timeouts in a row `)." in lines
+    assert "Note: ` printed to stderr `." in lines
     printed = next(x for x in lines if x.startswith("Your code printed 5000 characters"))
     assert printed.endswith("\n\n```\n" + "x" * 299 + "y\n```")  # the head is cut to 300 characters
     del result["head"]  # (validate always sets it; judge does not rely on that)
@@ -612,4 +612,4 @@ def test_learner_text_in_feedback_is_bounded_and_cannot_close_its_block():
     assert bounded("a\nb\x00" + "c" * 1000).startswith("a b?") and len(bounded("c" * 1000)) == TEXT_CAP
     assert bounded("c" * TEXT_CAP) == "c" * TEXT_CAP and bounded("c" * 301) == "c" * 297 + "..."
     assert bounded(12, limit=5) == "12" and bounded("abcdefgh", limit=5) == "ab..."
-    assert bounded("\u200b\u2066\x7f\x1b\t") == "????\t"  # a tab is harmless
+    assert bounded("\u200b\u2066\x7f\x1b\t") == "???? "  # one line: a tab is a space

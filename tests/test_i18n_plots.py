@@ -23,7 +23,7 @@ CJK = re.compile(r"[\u4e00-\u9fff]")
 def _figures():
     """Each course plot, built now (in the current language)."""
     def rescore(e, now, cap):
-        return widgets.weighted_score(e.hits, e.bytes, now - e.last_used, cap)
+        return e.hits + 0.5 / (1 + max(now - e.last_used, 0)) - 0.25 * e.bytes / cap  # the chapter's score
 
     hist = plots.record_priorities(KVCacheSchedulerSim(128), CHAPTER, ["a", "b"], rescore=rescore)
     ids = [r.hash_ids for r in synthetic_trace(200, seed=1)]

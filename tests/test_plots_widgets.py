@@ -54,7 +54,7 @@ def test_priority_over_time_records_the_chapter_staircase():
 
 def test_priority_rescored_shows_decay():
     def now_score(e, now, cap):
-        return widgets.weighted_score(e.hits, e.bytes, now - e.last_used, cap)
+        return e.hits + 0.5 / (1 + max(now - e.last_used, 0)) - 0.25 * e.bytes / cap  # the chapter's score
 
     hist = plots.record_priorities(SeedPolicy(128), CHAPTER, ["a"], rescore=now_score)
     stored, rescored = hist["stored"]["a"], hist["rescored"]["a"]

@@ -9,9 +9,10 @@ entries then outrank entries whose hits are old, without re-scoring anybody.
 `AgingScheduler` is a small library policy that keeps the bookkeeping: its records, its
 victim choice and its ``inflation`` (raised at each eviction). The learner writes only its
 priority, as a plain function ``_aged_score(self, hits, size, last_used)`` that may read
-``self.inflation`` and ``self.chapter_score(hits, size, last_used)`` (the chapter's score,
-as in notebook 02). `kvsched_lab.course.checks.aging.grade_aging` grades that function by the
-decisions it leads to, so any form with the same decisions passes.
+``self.inflation`` and ``self.chapter_score(hits, size, last_used)``. That base score is the
+learner's own notebook 02 ``_score``, handed to the scheduler: the library itself computes the
+chapter's score nowhere (it would answer TODO score). `kvsched_lab.course.checks.aging.grade_aging`
+grades the aged score by the decisions it leads to, with a stand-in base score of its own.
 """
 from __future__ import annotations
 
@@ -21,9 +22,9 @@ from typing import Callable, Dict, Hashable, Iterable, List, Optional, Sequence,
 from kvsched_lab.sim.events import ADD, EVICT, REUSE
 from kvsched_lab.i18n import _
 from kvsched_lab.sim.policies.base import Policy, prefix_hits
-from kvsched_lab.course.widgets import CHAPTER_WEIGHTS, weighted_score
 
 AgedScore = Callable[..., float]  # (scheduler, hits, size, last_used) -> priority
+BaseScore = Callable[..., float]  # (scheduler, hits, size, last_used) -> the score aging starts from
 
 
 class AgingScheduler(Policy):
@@ -36,21 +37,24 @@ class AgingScheduler(Policy):
 
     name = "aging"
 
-    def __init__(self, capacity_bytes: int, aged_score: AgedScore, *,
+    def __init__(self, capacity_bytes: int, aged_score: AgedScore, base_score: BaseScore, *,
                  future: Optional[Sequence[Hashable]] = None) -> None:
         super().__init__(capacity_bytes, future=future)
         if not callable(aged_score):
             raise TypeError(_("aged_score must be a function (self, hits, size, last_used), got {value!r}",
                               value=aged_score))
+        if not callable(base_score):
+            raise TypeError(_("base_score must be a function (self, hits, size, last_used), such as your notebook 02 "
+                              "_score; got {value!r}", value=base_score))
         self.aged_score = aged_score
-        self.chapter_weights = CHAPTER_WEIGHTS  # (reuse, recency, size) of the chapter's score
+        self.base_score = base_score  # your notebook 02 `_score`: what `chapter_score` returns
         self.inflation = 0.0  # L: the priority of the latest victim; new priorities start from it
         self.meta: Dict[Hashable, List] = {}  # key -> [priority, last_used, hits, bytes]
         self.records: List[Tuple[float, int, Hashable]] = []  # min-heap, stale records included
 
     def chapter_score(self, hits: int, size: int, last_used: int) -> float:
-        """The chapter's score (notebook 02): ``hits + 0.5 * recency - 0.25 * size / capacity``."""
-        return weighted_score(hits, size, self.time - last_used, self.capacity_bytes, self.chapter_weights)
+        """The base score aging starts from: the `base_score` given (in notebook 05, your notebook 02 `_score`)."""
+        return float(self.base_score(self, hits, size, last_used))
 
     def _rescore(self, key: Hashable) -> None:
         m = self.meta[key]
@@ -118,9 +122,10 @@ class AgingScheduler(Policy):
         return [(k, m[3], round(m[0], 4), m[2]) for k, m in ordered]
 
 
-def evictions(aged_score: AgedScore, capacity_bytes: int, touches: Sequence[Tuple[Hashable, int]]) -> List[Hashable]:
-    """The keys `AgingScheduler` with `aged_score` evicts over `touches`, in order."""
-    sim = AgingScheduler(capacity_bytes, aged_score)
+def evictions(aged_score: AgedScore, base_score: BaseScore, capacity_bytes: int,
+              touches: Sequence[Tuple[Hashable, int]]) -> List[Hashable]:
+    """The keys `AgingScheduler` with `aged_score` (over `base_score`) evicts over `touches`, in order."""
+    sim = AgingScheduler(capacity_bytes, aged_score, base_score)
     for key, size in touches:
         sim.touch(key, size)
     return [key for op, key in sim.log.events() if op == EVICT]

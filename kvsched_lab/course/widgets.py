@@ -26,18 +26,13 @@ CHAPTER_WEIGHTS: Weights = (1.0, 0.5, 0.25)  # the chapter's score: 1*reuse + 0.
 Segments = List[List[Tuple[Hashable, int]]]  # per request: (entry key, size in blocks), head to tail
 
 
-def weighted_score(hits: int, size: int, age: int, capacity: int, weights: Weights = CHAPTER_WEIGHTS) -> float:
-    """The chapter's score with free weights: ``w_reuse*hits + w_recency/(1+age) - w_size*size/capacity``.
-
-    `age` is the number of touches since the entry's last use. The chapter only ever
-    evaluates its score at the moment of a touch, where ``age == 0`` and recency is 1.
-    """
-    w_reuse, w_recency, w_size = weights
-    return w_reuse * hits + w_recency / (1.0 + max(age, 0)) - w_size * size / max(capacity, 1)
-
-
 class WeightedScorePolicy(Policy):
     """Evict the entry with the lowest weighted score (ties: older last use first).
+
+    The score is ``w_reuse*hits + w_recency/(1+age) - w_size*size/capacity``, `age` the touches since
+    the entry's last use. It is computed inside `victim` only, over all live entries at once: the
+    library hands out no function that scores one entry, which with the chapter's weights would be
+    the answer to TODO score.
 
     ``rescore=False`` is the chapter's scheme: the score is the one an entry got when it was last
     touched (recency is then 1 for everybody), so the recency weight adds the same constant to
@@ -72,9 +67,13 @@ class WeightedScorePolicy(Policy):
         now, cap, w, meta, entries = self.time, self.capacity_bytes, self.weights, self.meta, self.entries
         rescore = self.rescore
 
+        w_reuse, w_recency, w_size = w
+        per_byte = w_size / max(cap, 1)
+
         def rank(k: Hashable) -> Tuple[float, int]:
             hits, last_used = meta[k]
-            return weighted_score(hits, entries[k], now - last_used if rescore else 0, cap, w), last_used
+            age = max(now - last_used, 0) if rescore else 0
+            return w_reuse * hits + w_recency / (1.0 + age) - per_byte * entries[k], last_used
 
         return min(meta, key=rank)
 

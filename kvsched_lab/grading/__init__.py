@@ -10,7 +10,10 @@ learner's grade written as it is known, read back by ``--resume``), shards.py (`
 merge.py (``kvsched grade merge``), manifest.py (the end of a run: feedback, ``grades.csv``,
 ``manifest.json``), stamp.py (the version stamp: grader version and code, hidden cases'
 SHA-256), progress.py (the batch's progress bar or lines), intake.py (finding learners, copying
-their files), submissions.py (each TODO's code, parsed, nothing run), stubs.py (the untouched
+their files), learner_files.py (a learner's notebook or .py read as untrusted data),
+submissions.py (each TODO's code, parsed, nothing run), writers.py (learner text made safe
+wherever it is written), leases.py (sandbox uids no other running batch holds), limits.py (caps
+on all of one sandbox's processes together), stubs.py (the untouched
 stubs and the given code), cases.py (the hidden cases), verdict.py (validating observations,
 points), compare.py (first difference from the reference), sandbox.py (bubblewrap), bench.py
 (the grader's submissions per second per core); release.py (``kvsched release``),

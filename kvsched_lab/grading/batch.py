@@ -11,6 +11,7 @@ same bytes as one uninterrupted run.
 """
 from __future__ import annotations
 
+import os
 import queue
 import shutil
 import tempfile
@@ -22,6 +23,7 @@ from typing import Dict, List, Optional, Sequence, TextIO
 from kvsched_lab.grading import sandbox
 from kvsched_lab.grading.grade import Grade, build_library, grade_one
 from kvsched_lab.grading.intake import Learner, copy_in, discover
+from kvsched_lab.grading.leases import UidLease, lease_uids
 from kvsched_lab.grading.journal import Header, Journal, files_digest, open_journal
 from kvsched_lab.grading.manifest import Manifest, write_class
 from kvsched_lab.grading.overrides import Override
@@ -29,8 +31,20 @@ from kvsched_lab.grading.progress import BatchProgress
 from kvsched_lab.grading.shards import Shard, shard_members
 from kvsched_lab.grading.stamp import current_stamp
 from kvsched_lab.grading.submissions import Submission, load
-from kvsched_lab.grading.verdict import Reference, TodoGrade, bounded
+from kvsched_lab.grading.verdict import Reference, TodoGrade
+from kvsched_lab.grading.writers import bounded
 from kvsched_lab.sim.scheduler import TODO_METHODS
+
+
+def _read_learner(learner: Learner, dest: Path, ref: Reference) -> Submission:
+    """Copy and parse one learner's files inside that learner's own error handling: a file no check
+    foresaw (nested too deep, an odd name, a reader bug) becomes this row's error, never the batch's."""
+    try:
+        path = copy_in(learner, dest)
+        return (Submission(learner.name, path, error=learner.error) if learner.error
+                else load(learner.name, path, ref.stubs))
+    except (Exception, RecursionError, MemoryError) as e:  # noqa: B902 - one learner's file, one row
+        return Submission(learner.name, dest, error=f"the submission could not be read ({type(e).__name__})")
 
 
 def grade_submissions(paths: Sequence[str], out: Optional[Path] = None, timeout: float = 10.0, jobs: int = 1,
@@ -58,14 +72,17 @@ def grade_submissions(paths: Sequence[str], out: Optional[Path] = None, timeout:
     mine = [x for x in learners if x.name in members]
     journal = open_journal(out, Header(stamp, options, shard), resume) if out is not None else Journal(Path())
     base = Path(tempfile.mkdtemp(prefix="kvsched-grade-"))
+    # As root each sandbox runs as a uid of its own: leased for this batch alone (leases.py).
+    lease: Optional[UidLease] = lease_uids() if sandboxed and os.geteuid() == 0 else None
+    if lease is not None:
+        print(f"sandbox uids {lease.first_uid}-{lease.uid(max(1, jobs) - 1)} (leased for this batch)")
     try:
         subs: List[Submission] = []
         digests: List[str] = []
         for k, learner in enumerate(mine):  # every copy is made before any learner code runs
-            path = copy_in(learner, base / f"{k:05d}" / "copy")
-            digests.append(files_digest(path, learner.error))
-            subs.append(Submission(learner.name, path, error=learner.error) if learner.error
-                        else load(learner.name, path, ref.stubs))
+            sub = _read_learner(learner, base / f"{k:05d}" / "copy", ref)
+            digests.append(files_digest(sub.path, sub.error))
+            subs.append(sub)
         grades: Dict[int, Grade] = {}
         for k, sub in enumerate(subs):
             prior = journal.done(sub.name, digests[k])
@@ -82,12 +99,14 @@ def grade_submissions(paths: Sequence[str], out: Optional[Path] = None, timeout:
             slot = slots.get()
             started = time.monotonic()
             try:
-                g = grade_one(subs[k], ref, base / f"{k:05d}", lib, slot, timeout, memory_mb, sandboxed)
+                uid = lease.uid(slot) if lease is not None else slot
+                g = grade_one(subs[k], ref, base / f"{k:05d}", lib, uid, timeout, memory_mb, sandboxed)
             except Exception as e:  # a grader bug on one submission must not sink the batch
                 g = Grade(subs[k].name, {n: TodoGrade("error") for n in TODO_METHODS},
                           error=f"grader failure: {bounded(repr(e))}", sandboxed=sandboxed)
             finally:
                 slots.put(slot)
+            g.skipped = list(mine[k].skipped)
             g.elapsed_s = time.monotonic() - started
             if out is not None:
                 journal.record(subs[k].name, digests[k], g)
@@ -100,6 +119,8 @@ def grade_submissions(paths: Sequence[str], out: Optional[Path] = None, timeout:
         if shown is not None:
             shown.close()
     finally:
+        if lease is not None:
+            lease.release()
         if keep_work and out is not None:
             shutil.copytree(base, out / "work", dirs_exist_ok=True, symlinks=True)
         shutil.rmtree(base, ignore_errors=True)

@@ -11,7 +11,8 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Callable, Dict, List, Optional, Sequence, Tuple
 
-from kvsched_lab.grading.class_files import cell, match_row
+from kvsched_lab.grading.class_files import match_row
+from kvsched_lab.grading.writers import csv_cell
 from kvsched_lab.grading.export import export_main
 from kvsched_lab.grading.intake import Learner, discover, one_learner
 from kvsched_lab.grading.journal import JOURNAL, read_journal
@@ -43,5 +44,5 @@ def plan(paths: Sequence[str], learner: Optional[str], out: Path,
         if overrides_path is None and (out / "overrides.csv").is_file():
             overrides_path = str(out / "overrides.csv")
     overrides = read_overrides(Path(overrides_path)) if overrides_path else []
-    resolve(overrides, [cell(n) for n in names])
+    resolve(overrides, [csv_cell(n) for n in names])
     return learners, overrides

@@ -14,47 +14,16 @@ from __future__ import annotations
 import csv
 import io
 import json
-import os
-import tempfile
 from pathlib import Path
 from typing import Any, Dict, List, Sequence
 
 from kvsched_lab.grading.overrides import HEADER, Override, resolve
-from kvsched_lab.grading.verdict import bounded
+from kvsched_lab.grading.writers import atomic_write, bounded, csv_cell, encoded
 
 FORMULA_START = ("=", "+", "-", "@", "\t", "\r")
 # Feedback lines that only summarise counts: the report's "most common message" skips them.
 SUMMARY_TEMPLATES = ("All {n} hidden cases passed.", "Passed {passed} of {n} hidden cases. By family: {families}.",
                      "Failing: {families}.")
-
-
-def cell(text: str) -> str:
-    """A status a spreadsheet shows as text, never runs as a formula."""
-    return "'" + text if text[:1] in FORMULA_START else text
-
-
-def feedback_name(name: str, used: set) -> str:
-    """A file name for `name`'s feedback (``.md``), not in `used` (which it joins)."""
-    base = "".join(ch if ch.isalnum() or ch in "-_." else "_" for ch in name.strip("./"))[:150] or "submission"
-    stem, k = base, 1
-    while stem in used:
-        k += 1
-        stem = f"{base}-{k}"
-    used.add(stem)
-    return stem + ".md"
-
-
-def atomic_write(path: Path, data: bytes) -> None:
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
-    try:
-        with os.fdopen(fd, "wb") as f:
-            f.write(data)
-            f.flush()
-            os.fsync(f.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        os.unlink(tmp)
-        raise
 
 
 def match_row(names: Sequence[str], name: str) -> str:
@@ -98,7 +67,7 @@ def _headline(lines: Sequence[str]) -> str:
 
 def record(g: Any) -> Dict[str, Any]:
     """The details of one graded row (`g`: a grade.Grade)."""
-    return {"submission": cell(g.submission), "total": g.total, "status": cell(g.status), "error": g.error,
+    return {"submission": csv_cell(g.submission), "total": g.total, "status": csv_cell(g.status), "error": g.error,
             "elapsed_s": round(g.elapsed_s, 3), "sandboxed": g.sandboxed,
             "todos": {n: {"status": t.status, "points": t.points, "passed": t.passed, "cases": t.total,
                           "failing": list(t.failing), "message": _headline(t.lines), "origin": t.origin}
@@ -119,4 +88,4 @@ def read_details(out: Path) -> List[Dict[str, Any]]:
 def write_details(out: Path, grades: Sequence[Any]) -> None:
     """``out/details.json`` for `grades`, in row order."""
     rows = [record(g) for g in grades]
-    atomic_write(out / "details.json", json.dumps({"rows": rows}, ensure_ascii=False, indent=1).encode("utf-8"))
+    atomic_write(out / "details.json", encoded(json.dumps({"rows": rows}, ensure_ascii=False, indent=1)))

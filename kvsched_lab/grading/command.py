@@ -1,8 +1,17 @@
 """``kvsched grade``: the command line of a batch (batch.py), of ``kvsched grade merge`` (merge.py), of a
-one-learner regrade (``--learner``, regrade.py) and of ``kvsched grade report|export`` (class_commands.py)."""
+one-learner regrade (``--learner``, regrade.py) and of ``kvsched grade report|export`` (class_commands.py).
+
+An instructor's mistake fails at once with a clear message and exit status 2, before any work
+(`instructor_mistakes`): a path that does not exist, a class folder with no submission in it, an
+``--out`` that is a file, an ``--out`` that holds an earlier run (refused unless ``--resume``, or
+``--force``, which removes that run's outputs so no stale feedback file is left beside the new
+ones), ``--jobs`` outside 1..`max_jobs`, a timeout or memory budget that cannot work.
+"""
 from __future__ import annotations
 
 import argparse
+import os
+import shutil
 import sys
 import time
 from pathlib import Path
@@ -11,12 +20,68 @@ from typing import List, Optional
 from kvsched_lab.grading import sandbox
 from kvsched_lab.grading.batch import grade_submissions
 from kvsched_lab.grading.class_commands import COMMANDS, plan
+from kvsched_lab.grading.intake import discover
+from kvsched_lab.grading.journal import JOURNAL
+from kvsched_lab.grading.leases import BLOCK
 from kvsched_lab.grading.merge import merge_main
 from kvsched_lab.grading.regrade import regrade
 from kvsched_lab.grading.shards import parse_shard
 from kvsched_lab.grading.stamp import grader_fingerprint
+from kvsched_lab.grading.writers import bounded, encoded
 from kvsched_lab.i18n.language import LANGUAGES
 from kvsched_lab.sim.scheduler import TODO_METHODS
+
+MIN_MEMORY_MB = 512  # below this the grading kernel itself cannot start
+# What a run (and its report, export, overrides) writes into --out: all that --force removes.
+OUTPUTS = ("grades.csv", "feedback", "work", "manifest.json", JOURNAL, "details.json", "overrides.csv", "report",
+           "export")
+
+
+def max_jobs() -> int:
+    """Parallel sandboxes one batch may run: twice the CPUs, at most one lease's uids."""
+    return max(1, min(BLOCK, 2 * (os.cpu_count() or 1)))
+
+
+def instructor_mistakes(args: argparse.Namespace) -> list:
+    """Every instructor mistake in `args`, checked before any grading."""
+    problems = []
+    for arg in args.submissions:
+        path = Path(arg)
+        if not os.path.lexists(path):
+            problems.append(f"{bounded(arg)}: no such file or folder")
+        elif path.is_dir() and not path.is_symlink() and not discover([arg]):
+            problems.append(f"{bounded(arg)}: the folder holds no submission (no .ipynb, .py or learner folder)")
+    if not 1 <= args.jobs <= max_jobs():
+        problems.append(f"--jobs {args.jobs}: must be 1 to {max_jobs()} on this machine")
+    if not 0 < args.timeout <= 600:
+        problems.append(f"--timeout {args.timeout:g}: must be more than 0 and at most 600 seconds")
+    if args.memory_mb < MIN_MEMORY_MB:
+        problems.append(f"--memory-mb {args.memory_mb}: must be at least {MIN_MEMORY_MB}")
+    out = Path(args.out)
+    if os.path.lexists(out) and not out.is_dir():
+        problems.append(f"--out {bounded(args.out)} is a file, not a folder")
+    elif out.is_dir() and any(out.iterdir()) and not (args.force or args.resume or args.learner):
+        problems.append(f"--out {bounded(args.out)} already holds files (an earlier run?); choose another folder, "
+                        "pass --resume to go on with that run, or --force to replace its outputs")
+    elif out.is_dir() and args.force:
+        foreign = sorted(p.name for p in out.iterdir() if p.name not in OUTPUTS and not p.name.startswith("."))
+        if foreign:
+            problems.append(f"--out {bounded(args.out)} holds files kvsched grade did not write "
+                            f"({bounded(', '.join(foreign[:3]))}); --force replaces only its own outputs")
+    if args.force and args.resume:
+        problems.append("--force and --resume: choose one (start over, or go on with the earlier run)")
+    return problems
+
+
+def _say(line: str) -> None:
+    """One line on stdout, whatever characters it holds."""
+    stream = getattr(sys.stdout, "buffer", None)
+    if stream is None:  # a text-only stdout (a redirect in a test): it gets the text, surrogates replaced
+        print(encoded(line).decode("utf-8"))
+        return
+    sys.stdout.flush()
+    stream.write(encoded(line + "\n"))
+    stream.flush()
 
 
 def grade_parser() -> argparse.ArgumentParser:
@@ -34,10 +99,13 @@ def grade_parser() -> argparse.ArgumentParser:
     p.add_argument("--overrides", metavar="CSV",
                    help="corrections (submission,todo,points,reason) applied to the rows and shown in the feedback")
     p.add_argument("--out", default="grades", help="where grades.csv, feedback/, manifest.json and the journal go "
-                                                   "(default: ./grades)")
+                                                   "(default: ./grades); new or empty unless --resume or --force")
+    p.add_argument("--force", action="store_true",
+                   help="replace the outputs of an earlier run in --out (grades.csv, feedback/, the journal...)")
     p.add_argument("--timeout", type=float, default=10.0, help="seconds each TODO may run in all (default 10)")
-    p.add_argument("--jobs", type=int, default=1, help="submissions graded in parallel (default 1)")
-    p.add_argument("--memory-mb", type=int, default=2048, help="address-space limit per process (default 2048)")
+    p.add_argument("--jobs", type=int, default=1, help=f"submissions graded in parallel (default 1, at most {max_jobs()})")
+    p.add_argument("--memory-mb", type=int, default=2048,
+                   help="memory of one sandbox, all its processes together (default 2048, at least 512)")
     p.add_argument("--keep-work", action="store_true", help="keep grading inputs and logs in OUT/work")
     p.add_argument("--no-sandbox", action="store_true",
                    help="run learner code without the sandbox (where bubblewrap cannot run; rows say 'unsandboxed')")
@@ -69,6 +137,11 @@ def grade_main(argv: Optional[List[str]] = None) -> int:
         shard = parse_shard(args.shard) if args.shard is not None else None
     except ValueError as e:
         p.error(str(e))
+    problems = instructor_mistakes(args)
+    for problem in problems:
+        print(f"kvsched grade: {problem}", file=sys.stderr)
+    if problems:
+        return 2
     try:
         learners, overrides = plan(args.submissions, args.learner, Path(args.out), args.overrides)
     except ValueError as e:  # an instructor's typo (OverridesError too): nothing graded or written
@@ -86,6 +159,14 @@ def grade_main(argv: Optional[List[str]] = None) -> int:
             print(f"kvsched grade: cannot sandbox learner code here: {why}.\nTo enable it: {sandbox.HOW_TO_ENABLE}.\n"
                   "To grade without it (only submissions you trust): kvsched grade --no-sandbox ...", file=sys.stderr)
             return 2
+    out = Path(args.out)
+    if args.force and out.is_dir():
+        for name in OUTPUTS:
+            target = out / name
+            if target.is_dir() and not target.is_symlink():
+                shutil.rmtree(target)
+            elif os.path.lexists(target):
+                target.unlink()
     before = grader_fingerprint()
     started = time.monotonic()
     try:
@@ -100,10 +181,10 @@ def grade_main(argv: Optional[List[str]] = None) -> int:
     except ValueError as e:  # a journal that cannot be resumed, a class a regrade cannot join: before any grading
         print(f"kvsched grade: {e}", file=sys.stderr)
         return 2
-    width = max([len(g.submission) for g in grades] + [10])
+    width = min(40, max([len(bounded(g.submission)) for g in grades] + [10]))
     for g in grades:
-        print(f"{g.submission:<{width}}  {g.total:>3}  " + " ".join(f"{g.todos[n].points:>2}" for n in TODO_METHODS)
-              + f"  {g.status}")
+        _say(f"{bounded(g.submission):<{width}}  {g.total:>3}  " + " ".join(f"{g.todos[n].points:>2}" for n in TODO_METHODS)
+             + f"  {bounded(g.status, 2000)}")
     print(f"graded {len(grades)} submission(s) in {time.monotonic() - started:.1f} s -> {Path(args.out) / 'grades.csv'}"
           + (f" ({len(overrides)} override(s) applied there: the points above are as graded)" if overrides else ""))
     if grader_fingerprint() != before:

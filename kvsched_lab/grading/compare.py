@@ -81,7 +81,16 @@ def same(a: Any, b: Any, tol: float = 0.0) -> bool:
     return type(a) is type(b) and a == b
 
 
-def _same_snapshot(a: Any, b: Any, score_todo: bool) -> bool:
+def _without_priority(rows: Any) -> Any:
+    """Snapshot rows without their priority: what is left is the order (and each row's bytes, hits)."""
+    if isinstance(rows, list) and all(isinstance(r, list) and len(r) == 4 for r in rows):
+        return [[r[0], r[1], r[3]] for r in rows]
+    return rows
+
+
+def _same_snapshot(a: Any, b: Any, score_todo: bool, order_only: bool = False) -> bool:
+    if order_only:
+        return same(_without_priority(a), _without_priority(b))
     if not (score_todo and isinstance(a, list) and isinstance(b, list) and len(a) == len(b)):
         return same(a, b)
     # rows are (prefix, bytes, round(priority, 4), hits): only the priority gets the wider tolerance
@@ -124,7 +133,7 @@ _STEP_PARTS = {"touch": (_("log events"), "current_bytes"), "evict": (_("log eve
                "snapshot": ("snapshot",), "score": ("score",)}
 
 
-def _step_diff(got: list, want: list, score_todo: bool) -> Optional[tuple]:
+def _step_diff(got: list, want: list, score_todo: bool, order_only: bool = False) -> Optional[tuple]:
     """(what, observed, expected) for the first differing part of one step's result, or None."""
     if isinstance(got, list) and len(got) == 2 and got[0] == "error":
         return _("result"), _("raised {error}", error=got[1]), _show(want[1:] if len(want) > 2 else want[1])
@@ -132,7 +141,7 @@ def _step_diff(got: list, want: list, score_todo: bool) -> Optional[tuple]:
         return _("result"), _show(got), _show(want)
     for i, part in enumerate(_STEP_PARTS.get(want[0], (_("result"),)), start=1):
         g, w = got[i] if i < len(got) else None, want[i] if i < len(want) else None
-        ok = _same_snapshot(g, w, score_todo) if want[0] == "snapshot" else same(g, w)
+        ok = _same_snapshot(g, w, score_todo, order_only) if want[0] == "snapshot" else same(g, w)
         if not ok:
             return part, _show(g), _show(w)
     return None
@@ -161,8 +170,12 @@ def _final_diff(got: Any, want: dict) -> Optional[tuple]:
     return None
 
 
-def first_mismatch(case: Case, got: Any, want: list, score_todo: bool = False) -> Optional[Mismatch]:
-    """None when `got` (the learner's observations of `case`) matches `want` (the reference's)."""
+def first_mismatch(case: Case, got: Any, want: list, score_todo: bool = False,
+                   order_only: bool = False) -> Optional[Mismatch]:
+    """None when `got` (the learner's observations of `case`) matches `want` (the reference's).
+
+    `order_only`: snapshots compare without their priorities (the snapshot TODO's partial credit
+    for rows in the right order whose priority is formatted wrongly, see verdict.py)."""
     if not isinstance(got, list) or len(got) != len(want):
         return Mismatch(case["name"], _("the whole case"), _("observations"), _show(got),
                         _("{count} phases", count=len(want)))
@@ -170,7 +183,7 @@ def first_mismatch(case: Case, got: Any, want: list, score_todo: bool = False) -
         gsteps, wsteps = g.get("steps", []), w["steps"]
         for k, wstep in enumerate(wsteps):
             gstep = gsteps[k] if k < len(gsteps) else ["missing"]
-            diff = _step_diff(gstep, wstep, score_todo)
+            diff = _step_diff(gstep, wstep, score_todo, order_only)
             if diff:
                 where = _("phase {phase} (capacity {capacity}), operation {index} of {count}: {op}", phase=p,
                           capacity=phase["capacity"], index=k + 1, count=len(wsteps), op=describe_op(phase["ops"][k]))

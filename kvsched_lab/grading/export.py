@@ -18,7 +18,7 @@ import sys
 from pathlib import Path
 from typing import Dict, List, Optional, Sequence, Tuple
 
-from kvsched_lab.grading.class_files import atomic_write, cell
+from kvsched_lab.grading.writers import atomic_write, csv_cell
 from kvsched_lab.grading.late import LateError, LateRule, read_times, rule
 from kvsched_lab.grading.roster import RosterError, Student, last_part, match, read_roster
 from kvsched_lab.grading.verdict import POINTS
@@ -67,7 +67,7 @@ def class_table(grades: Dict[str, Dict[str, str]], students: Sequence[Student], 
 
 def _csv(rows: List[List[str]]) -> bytes:
     buffer = io.StringIO()
-    csv.writer(buffer).writerows([[cell(str(c)) for c in r] for r in rows])
+    csv.writer(buffer).writerows([[csv_cell(str(c)) for c in r] for r in rows])
     return buffer.getvalue().encode("utf-8")
 
 

@@ -5,8 +5,8 @@ private folder, parses each copy (submissions.py) and builds, once, the sandbox'
 (``kvsched_lab`` without the withheld files, with only the kernel side of this package) and the
 expected observations (the reference's method for each TODO among the stand-ins of fakes.py, on
 every hidden case, here in the grader's process). Per submission (`grade_one`): a grading
-notebook of grader-owned cells that carry the learner's TODO code as data, and the cases'
-inputs, go into a bubblewrap sandbox (sandbox.py) where nbval runs them in a fresh kernel
+notebook of grader-owned cells made of grader constants (the learner's code and names travel in
+the config, as data), and the cases' inputs, go into a bubblewrap sandbox (sandbox.py) where nbval runs them in a fresh kernel
 (nbrun.py, harness.py); the observations come back as one line of JSON, and are validated,
 compared with the expected ones and scored (verdict.py). The end of a run (feedback,
 ``grades.csv`` written once, atomically, and the manifest) is manifest.py's `write_class`, which
@@ -27,13 +27,14 @@ from typing import Dict, List, Optional, Sequence
 
 import kvsched_lab
 from kvsched_lab.grading import class_files, feedback_html, sandbox
-from kvsched_lab.grading.class_files import atomic_write, cell, feedback_name
+from kvsched_lab.grading.intake import MAX_FILE_BYTES
 from kvsched_lab.grading.nbrun import RESULT_MARK
 from kvsched_lab.grading.overrides import EXTRA_COLUMNS, Override, apply_overrides, feedback_section
 from kvsched_lab.grading.release_build import WITHHELD_FILES
 from kvsched_lab.grading.stamp import Stamp
-from kvsched_lab.grading.submissions import Submission, TodoSource
-from kvsched_lab.grading.verdict import POINTS, Reference, TodoGrade, bounded, fenced, judge, validate
+from kvsched_lab.grading.submissions import Submission
+from kvsched_lab.grading.verdict import POINTS, Reference, TodoGrade, judge, validate
+from kvsched_lab.grading.writers import atomic_write, bounded, csv_cell, encoded, feedback_file_name, fenced, inline
 from kvsched_lab.i18n.language import normalize
 from kvsched_lab.i18n.messages import Deferred
 from kvsched_lab.i18n.messages import Deferred as _  # feedback lines: rendered in --lang's language when written
@@ -52,8 +53,9 @@ class Grade:
     submission: str
     todos: Dict[str, TodoGrade]
     error: str = ""
-    review: List[str] = field(default_factory=list)
+    review: List[str] = field(default_factory=list)  # for the instructor: audit notes, two attempts at one TODO
     sandboxed: bool = True
+    skipped: List[str] = field(default_factory=list)  # oversized files without a TODO, not read
     sources: Dict[str, str] = field(default_factory=dict)  # TODO -> the code graded (for the similarity report)
     elapsed_s: float = 0.0  # wall-clock seconds its grading took (the class report's timing figure)
 
@@ -64,11 +66,11 @@ class Grade:
     @property
     def status(self) -> str:
         if self.error:
-            parts = [f"error: {self.error}"]
+            parts = [f"error: {bounded(self.error)}"]
         else:
             parts = [f"{name}: {t.status}" for name, t in self.todos.items() if t.status not in NORMAL]
         if self.review:
-            parts.append("review: " + ", ".join(self.review))
+            parts.append("review: " + ", ".join(bounded(r, 200) for r in self.review))
         if not self.sandboxed:
             parts.append("unsandboxed")
         return "; ".join(parts) or "ok"
@@ -76,13 +78,16 @@ class Grade:
 
 # --------------------------------------------------------------------------- one submission
 
-def _grading_notebook(todos: Dict[str, TodoSource], config_name: str) -> dict:
-    """Grader-owned cells only: the learner's TODO code travels inside them as data."""
+def _grading_notebook(todos: Sequence[str], config_name: str) -> dict:
+    """Grader-owned cells only, made of grader constants: no learner text (name, path, code) is in them.
+
+    The learner's code travels as data in the config file `config_name`, which `harness.setup` reads."""
+    if not set(todos) <= set(TODO_METHODS) or not config_name.replace("-", "").replace(".", "").isalnum():
+        raise ValueError("the grading notebook is made of grader constants only")
     cells = [("# Grader cell: load the cases' inputs; learner code never runs at this level.\n"
               f"import kvsched_lab.grading.harness as _kvh\n_kvh.setup({config_name!r})")]
-    for name, t in todos.items():
-        cells.append(f"# Grader cell for TODO {name}: {bounded(t.origin, 200)}\n"
-                     f"_kvh.grade_todo({name!r}, {t.kind!r}, {t.source!r})")
+    for name in todos:
+        cells.append(f"# Grader cell for TODO {name}\n_kvh.grade_todo({name!r})")
     return {"nbformat": 4, "nbformat_minor": 5,
             "metadata": {"kernelspec": {"name": "python3", "display_name": "Python 3", "language": "python"}},
             "cells": [{"cell_type": "code", "id": f"c{i}", "metadata": {}, "execution_count": None, "outputs": [],
@@ -132,17 +137,19 @@ def _box_result(stdout: bytes) -> Optional[dict]:
     return None
 
 
-def grade_one(sub: Submission, ref: Reference, workdir: Path, lib: Path, job: int, timeout: float,
+def grade_one(sub: Submission, ref: Reference, workdir: Path, lib: Path, uid: int, timeout: float,
               memory_mb: int, sandboxed: bool) -> Grade:
+    """One submission graded in its own sandbox (as root, running as the leased `uid`)."""
     if sub.error:
         return Grade(sub.name, {name: TodoGrade("error") for name in TODO_METHODS}, error=sub.error,
                      sandboxed=sandboxed)
     grades: Dict[str, TodoGrade] = {}
-    review: List[str] = []
+    review: List[str] = list(sub.review)
     for name, t in sub.todos.items():
         if t.status != "run":
             grades[name] = TodoGrade(t.status, total=len(ref.cases), origin=t.origin, lines=[t.detail])
     to_run = {name: t for name, t in sub.todos.items() if t.status == "run"}
+    run = None
     if to_run:
         inputs = workdir / "in"
         inputs.mkdir(parents=True)
@@ -151,13 +158,14 @@ def grade_one(sub: Submission, ref: Reference, workdir: Path, lib: Path, job: in
         cell_timeout = timeout + 5  # the cells keep their own time; nbval's only matters when a kernel dies
         (inputs / config).write_text(json.dumps({
             "nonce": nonce, "cases": [{"phases": c["phases"]} for c in ref.cases],
+            "todos": {name: {"kind": t.kind, "source": t.source} for name, t in to_run.items()},
             "budget": timeout, "case_limit": max(0.5, timeout / 5)}), encoding="utf-8")
-        (inputs / "grading.ipynb").write_text(json.dumps(_grading_notebook(to_run, config)), encoding="utf-8")
+        (inputs / "grading.ipynb").write_text(json.dumps(_grading_notebook(list(to_run), config)), encoding="utf-8")
         (inputs / "box.json").write_text(json.dumps({"nonce": nonce, "todos": list(to_run), "memory_mb": memory_mb,
                                                      "cell_timeout": cell_timeout}), encoding="utf-8")
         for path in (inputs, *inputs.iterdir()):
             os.chmod(path, 0o755 if path.is_dir() else 0o644)
-        run = sandbox.run(inputs, lib, job, memory_mb, 90 + len(to_run) * (timeout + 15), sandboxed,
+        run = sandbox.run(inputs, lib, uid, memory_mb, 90 + len(to_run) * (timeout + 15), sandboxed,
                           workdir=workdir / "box")
         box = _box_result(run.stdout)
         tail = run.stdout.decode("utf-8", "replace")[-1500:]
@@ -165,6 +173,8 @@ def grade_one(sub: Submission, ref: Reference, workdir: Path, lib: Path, job: in
             tail = "the sandbox ran past its wall-clock limit and was ended\n" + tail
         elif run.too_much_output:
             tail = "the sandbox wrote too much output and was ended\n" + tail
+        elif run.over_budget:
+            tail = run.over_budget + "; it was ended\n" + tail
         outcomes = (box or {}).get("outcomes") if isinstance((box or {}).get("outcomes"), dict) else None
         results = (box or {}).get("results") if isinstance((box or {}).get("results"), dict) else {}
         if box and isinstance(box.get("tail"), str):
@@ -182,6 +192,8 @@ def grade_one(sub: Submission, ref: Reference, workdir: Path, lib: Path, job: in
                     review.append(f"the {name} results were not written by the grading harness (rewritten?)")
             g.origin = t.origin
             grades[name] = g
+    if run is not None and run.over_budget:
+        review.append(run.over_budget)
     return Grade(sub.name, {name: grades[name] for name in TODO_METHODS}, review=review, sandboxed=sandboxed,
                  sources={name: t.source for name, t in sub.todos.items() if t.status == "run"})
 
@@ -199,12 +211,12 @@ def feedback_text(g: Grade, lang: str = "en", stamp: Optional[Stamp] = None,
     def say(text: str) -> str:
         return text.render(lang) if isinstance(text, Deferred) else text
 
-    out = [say(_("# Feedback: {submission}", submission=bounded(g.submission, 200))), "",
+    out = [say(_("# Feedback: {submission}", submission=inline(g.submission, 200))), "",
            say(_("Total: {total} / {points}", total=g.total, points=POINTS * len(TODO_METHODS))), ""]
     out += [line for text in feedback_section(corrections, {n: t.points for n, t in g.todos.items()})
             for line in (say(text), "")]
     if g.error:
-        out += [say(_("This submission could not be graded: {error}.", error=bounded(g.error))), ""]
+        out += [say(_("This submission could not be graded: {error}.", error=inline(g.error))), ""]
     else:
         out += [say(_("Each TODO is graded alone: only your method is put into a scheduler whose other methods are\n"
                       "the grader's stand-ins, so a mistake in one TODO costs no points in another. The hidden cases\n"
@@ -215,12 +227,15 @@ def feedback_text(g: Grade, lang: str = "en", stamp: Optional[Stamp] = None,
                          status=_(t.status), points=t.points, total=POINTS)))
         out.append("")
         if t.origin:
-            out += [say(_("Graded: {origin}", origin=bounded(t.origin, 200))), ""]
+            out += [say(_("Graded: {origin}", origin=inline(t.origin, 200))), ""]
         out += [line for text in t.lines if text for line in (say(text), "")]
     if g.review:
         out += [say(_("## For the instructor")), "",
                 say(_("Review notes from the runtime audit (they do not change the grade): {notes}.",
-                      notes="; ".join(g.review))), ""]
+                      notes="; ".join(inline(r, 200) for r in g.review))), ""]
+    if g.skipped:
+        out += [say(_("Not read: {files} (larger than {mib} MiB and holding no TODO cell).",
+                      files=", ".join(inline(s, 200) for s in g.skipped), mib=MAX_FILE_BYTES >> 20)), ""]
     if not g.sandboxed:
         out += [say(_("Graded without the sandbox (`--no-sandbox`).")), ""]
     if stamp is not None:
@@ -237,20 +252,20 @@ def write_reports(grades: List[Grade], out: Path, lang: str = "en", stamp: Optio
     The language changes only the feedback files: grades.csv is the same bytes in every language."""
     out.mkdir(parents=True, exist_ok=True)
     (out / "feedback").mkdir(exist_ok=True)
-    rows = [[cell(g.submission), *(g.todos[n].points for n in TODO_METHODS), g.total, cell(g.status)] for g in grades]
+    rows = [[csv_cell(g.submission), *(g.todos[n].points for n in TODO_METHODS), g.total, csv_cell(g.status)] for g in grades]
     table = apply_overrides([dict(zip(COLUMNS, r)) for r in rows], overrides)  # raises before anything is written
     by_row, used = class_files.resolved(overrides, rows), set()
     for g in grades:
-        name = feedback_name(g.submission, used)[:-3]
-        text = feedback_text(g, lang, stamp, by_row.get(cell(g.submission), []))
-        atomic_write(out / "feedback" / f"{name}.md", text.encode("utf-8"))
-        atomic_write(out / "feedback" / f"{name}.html", feedback_html.render(text, lang).encode("utf-8"))
+        name = feedback_file_name(g.submission, used)[:-3]
+        text = feedback_text(g, lang, stamp, by_row.get(csv_cell(g.submission), []))
+        atomic_write(out / "feedback" / f"{name}.md", encoded(text))
+        atomic_write(out / "feedback" / f"{name}.html", encoded(feedback_html.render(text, lang)))
     class_files.write_details(out, grades)
     class_files.write_overrides(out, overrides)
     buffer = io.StringIO()
     writer = csv.writer(buffer)
     writer.writerow(COLUMNS)
-    writer.writerows([row[c] if c != "overrides" else cell(row[c]) for c in COLUMNS] for row in table)
-    data = buffer.getvalue().encode("utf-8")
+    writer.writerows([row[c] if c != "overrides" else csv_cell(row[c]) for c in COLUMNS] for row in table)
+    data = encoded(buffer.getvalue())
     atomic_write(out / "grades.csv", data)
     return hashlib.sha256(data).hexdigest()

@@ -26,15 +26,19 @@ import types
 import warnings
 from typing import Any, Dict
 
-from kvsched_lab.grading.audit import MAX_REVIEW_NOTES, watch
+from kvsched_lab.grading.audit import Channel, fingerprint_modules, guard_channel, keep_notes, tampered, watch
 from kvsched_lab.grading.observe import error_text, graded_class, run_case
 from kvsched_lab.sim.scheduler import TODO_METHODS, SchedulerSkeleton
 from kvsched_lab.course.todos import cell_namespace
 
-LINE_CAP = 4 << 20  # one case's observations; bigger means the learner's code returned junk
-CHILD_READ_CAP = 64 << 20  # all of one child's output through the pipe
+LINE_CAP = 512 << 10  # one case's observations (honest ones: a few KiB); bigger means junk
+CHILD_READ_CAP = 16 << 20  # all of one child's output through the pipe
 OUTPUT_HEAD = 2000  # characters of a learner's printed output kept for the feedback
 STOP_AFTER_TIMEOUTS = 3  # consecutive timed-out cases before the rest are not run
+# What the parent reports about the results channel itself, whatever the child's audit says.
+CHANNEL_GAP = "tampered with the results channel: lines lost or repeated (closed, redirected, or shared by a fork)"
+CHANNEL_FORGED = "tampered with the results channel: a line the harness did not write"
+CHANNEL_SILENT = "tampered with the results channel: it went silent before the harness finished"
 
 
 # --------------------------------------------------------------------------- kernel side
@@ -141,34 +145,34 @@ def _child(todo: str, kind: str, source: str, start: int, wfd: int) -> None:
     """Body of the forked child: never returns."""
     try:
         _confine(_CFG["budget"])
-        pipe = os.fdopen(wfd, "w", encoding="utf-8")
+        channel = Channel(wfd)
         sink = _Sink()
         sys.stdout = sys.stderr = sink
         sys.stdin = io.StringIO()
         builtins.input = _no_input
-        watch(wfd, _CFG.get("allowed_roots", []))  # before any learner code exists in this process
+        note = watch(channel, _CFG.get("allowed_roots", []))  # before any learner code exists in this process
+        guard_channel(channel, note)
+        before = fingerprint_modules()
         try:
             fn = load_learner(todo, kind, source)
         except BaseException as e:
-            pipe.write(json.dumps({"load": error_text(e)}) + "\n")
-            pipe.flush()
+            channel.send({"load": error_text(e)})
             return
         if fn is None:
-            pipe.write(json.dumps({"stub": True}) + "\n")
-            pipe.flush()
+            channel.send({"stub": True})
             return
         if start == 0 and _CFG.get("note"):
-            pipe.write(json.dumps({"note": _CFG["note"]}) + "\n")
+            channel.send({"note": _CFG["note"]})
         graded = graded_class(TODO_METHODS[todo], fn)
         cases = _CFG["cases"]
         for k in range(start, len(cases)):
-            line = json.dumps({"i": k, "obs": run_case(graded, cases[k])})
-            if len(line) > LINE_CAP:
-                line = json.dumps({"i": k, "big": len(line)})
-            pipe.write(line + "\n")
-            pipe.flush()
-        pipe.write(json.dumps({"done": True, "out": sink.total, "head": sink.head}) + "\n")
-        pipe.flush()
+            obs = run_case(graded, cases[k])
+            changed = tampered(before, fingerprint_modules())
+            if changed:
+                note(f"tampered with the grading harness or sys.modules ({', '.join(changed[:3])})")
+            line = json.dumps({"i": k, "obs": obs})
+            channel.send({"i": k, "obs": obs} if len(line) <= LINE_CAP else {"i": k, "big": len(line)})
+        channel.send({"done": True, "out": sink.total, "head": sink.head})
     except BaseException:
         pass
     finally:
@@ -211,7 +215,7 @@ def _run_child(todo: str, kind: str, source: str, start: int, deadline: float, r
         os.setpgid(pid, pid)  # also done in the child; whichever runs first wins the race
     except OSError:
         pass
-    nxt, buf, received, reason = start, b"", 0, None
+    nxt, buf, received, reason, expected_n = start, b"", 0, None, 0
     case_limit = _CFG["case_limit"]
     case_deadline = min(deadline, time.monotonic() + case_limit)
     finished = False
@@ -234,16 +238,19 @@ def _run_child(todo: str, kind: str, source: str, start: int, deadline: float, r
                 rec = json.loads(line)
             except ValueError:  # only learner code writing into the pipe can garble it
                 rec = None
-            if not isinstance(rec, dict):
+            if not isinstance(rec, dict) or not isinstance(rec.get("n"), int):
+                keep_notes(result["review"], CHANNEL_FORGED)
                 reason = "big"
                 break
+            if rec["n"] != expected_n:  # one note however often: a flood of them would push others out
+                keep_notes(result["review"], CHANNEL_GAP)
+            expected_n = rec["n"] + 1
             if "i" in rec:
                 result["cases"][str(rec["i"])] = rec
                 nxt = rec["i"] + 1
                 case_deadline = min(deadline, time.monotonic() + case_limit)
             elif "review" in rec:
-                if len(result["review"]) < MAX_REVIEW_NOTES and rec["review"] not in result["review"]:
-                    result["review"].append(rec["review"])
+                keep_notes(result["review"], str(rec["review"])[:200])
             elif "done" in rec:
                 result["out"] += rec["out"]
                 result["head"] = result["head"] or rec["head"]
@@ -260,6 +267,8 @@ def _run_child(todo: str, kind: str, source: str, start: int, deadline: float, r
         return len(_CFG["cases"])
     if reason is None:
         result["cases"][str(nxt)] = {"i": nxt, "died": _describe_exit(status)}
+        if os.WIFEXITED(status) and os.WEXITSTATUS(status) == 0:  # the harness's own exit, its work unsent
+            keep_notes(result["review"], CHANNEL_SILENT)
     elif reason == "big":
         result["cases"][str(nxt)] = {"i": nxt, "big": received}
     else:
@@ -267,12 +276,16 @@ def _run_child(todo: str, kind: str, source: str, start: int, deadline: float, r
     return nxt + 1
 
 
-def grade_todo(todo: str, kind: str, source: str) -> None:
+def grade_todo(todo: str) -> None:
     """Grade one TODO: run every case in forked children, write ``<nonce>.<todo>.json``.
+
+    The TODO's code and its kind come from the config as data (the grading notebook's cells hold
+    grader constants only, so no learner text is ever parsed as the grader's code).
 
     A case that times out, dies (``os._exit``, a signal) or floods the pipe is recorded as such and
     a new child goes on from the next case, within the TODO's time budget.
     """
+    kind, source = _CFG["todos"][todo]["kind"], _CFG["todos"][todo]["source"]
     started = time.monotonic()
     deadline = started + _CFG["budget"]
     result: Dict[str, Any] = {"todo": todo, "cases": {}, "out": 0, "head": "", "review": []}

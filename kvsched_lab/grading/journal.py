@@ -67,10 +67,10 @@ def decode_grade(data: Dict[str, Any]) -> Grade:
 
 def files_digest(path: Path, error: str = "") -> str:
     """SHA-256 of a learner's copied files (relative names and bytes), or of why it cannot be graded."""
-    h = hashlib.sha256(b"error\0" + error.encode() if error else b"files\0")
+    h = hashlib.sha256(b"error\0" + os.fsencode(error) if error else b"files\0")  # any name: fsencode
     files = sorted(p for p in path.rglob("*") if p.is_file()) if path.is_dir() else [path] if path.is_file() else []
     for p in files:
-        h.update(str(p.relative_to(path) if path.is_dir() else p.name).encode() + b"\0")
+        h.update(os.fsencode(str(p.relative_to(path) if path.is_dir() else p.name)) + b"\0")
         h.update(hashlib.sha256(p.read_bytes()).digest())
     return h.hexdigest()
 
@@ -137,8 +137,8 @@ def read_journal(path: Path) -> Tuple[Header, Dict[str, Entry]]:
 
 
 def _entry_line(learner: str, digest: str, grade: Grade) -> str:
-    return json.dumps({"learner": learner, "files_sha256": digest, "grade": encode_grade(grade)},
-                      ensure_ascii=False) + "\n"
+    # ASCII: learner text (an exception message) may hold a lone surrogate, which no UTF-8 file takes
+    return json.dumps({"learner": learner, "files_sha256": digest, "grade": encode_grade(grade)}) + "\n"
 
 
 @dataclass

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Dict, List, Optional, Sequence
 
-from kvsched_lab.grading.class_files import atomic_write
+from kvsched_lab.grading.writers import atomic_write
 from kvsched_lab.grading.grade import Grade, write_reports
 from kvsched_lab.grading.overrides import Override
 from kvsched_lab.grading.shards import Shard

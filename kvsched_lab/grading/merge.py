@@ -20,7 +20,7 @@ import sys
 from pathlib import Path
 from typing import Dict, List, Optional, Sequence, Tuple
 
-from kvsched_lab.grading.class_files import cell
+from kvsched_lab.grading.writers import csv_cell
 from kvsched_lab.grading.grade import Grade
 from kvsched_lab.grading.journal import JOURNAL, Entry, Header, read_journal, write_journal
 from kvsched_lab.grading.manifest import Manifest, read_manifest, write_class
@@ -106,7 +106,7 @@ def merge(folders: List[Path], out: Path, lang: Optional[str] = None, overrides:
     if any(out.resolve() == f.resolve() for f in folders):
         raise ValueError(f"--out {out} is one of the shards: merge into a folder of its own")
     rows, manifest, entries = merge_shards(folders, lang)
-    resolve(overrides, [cell(g.submission) for g in rows])  # a name no row has: refused before any write
+    resolve(overrides, [csv_cell(g.submission) for g in rows])  # a name no row has: refused before any write
     write_journal(out, Header(manifest.stamp, manifest.options, None), entries)
     return write_class(rows, out, manifest, overrides)
 

@@ -30,7 +30,7 @@ from typing import Callable, Dict, List, Optional, Tuple
 
 KERNEL_NAME = "kvsched-grading"
 RESULT_MARK = "KVSCHED-BOX-RESULT "  # starts the runner's one line of results on stdout
-RESULT_FILE_CAP = 16 << 20  # bytes of one TODO's observations file; more is reported as too big
+RESULT_FILE_CAP = 2 << 20  # bytes of one TODO's observations file (honest: about 200 KiB); more is refused
 BOX_INPUTS = ("grading.ipynb", "grading-config.json", "box.json")  # what the grader hands a box
 Outcomes = Dict[str, Tuple[str, str]]  # pytest node id -> (outcome, message tail)
 

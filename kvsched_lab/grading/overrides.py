@@ -124,7 +124,7 @@ def resolve(overrides: Sequence[Override], submissions: Sequence[str]) -> Dict[s
         if o.submission in names:
             name = o.submission
         else:
-            hits = by_tail.get(_tail(o.submission), []) if "/" not in o.submission else []
+            hits = by_tail.get(_tail(o.submission), [])  # a path as typed finds its row (rows are relative names)
             if len(hits) != 1:
                 why = (f"several submissions end with {o.submission!r} ({', '.join(hits[:3])}): write the full name"
                        if hits else f"no submission is named {o.submission!r}")

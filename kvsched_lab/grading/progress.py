@@ -17,7 +17,8 @@ from typing import Optional, TextIO
 from tqdm import tqdm
 
 from kvsched_lab.grading.grade import NORMAL, Grade
-from kvsched_lab.grading.verdict import POINTS, bounded
+from kvsched_lab.grading.verdict import POINTS
+from kvsched_lab.grading.writers import bounded
 from kvsched_lab.sim.scheduler import TODO_METHODS
 
 

@@ -20,7 +20,8 @@ from pathlib import Path
 from typing import Dict, List, Optional, Sequence
 
 from kvsched_lab.grading import similarity
-from kvsched_lab.grading.class_files import atomic_write, read_details
+from kvsched_lab.grading.class_files import read_details
+from kvsched_lab.grading.writers import atomic_write
 from kvsched_lab.grading.verdict import POINTS
 from kvsched_lab.sim.scheduler import TODO_METHODS
 

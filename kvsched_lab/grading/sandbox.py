@@ -13,14 +13,19 @@ learner code). What it sees:
 
 Namespaces: PID (when the sandbox ends, every process in it has ended), network, IPC, UTS,
 mount, and a user namespace for an unprivileged instructor; as root, the processes inside run
-as an unprivileged uid of their own per parallel job (``SANDBOX_UID_BASE`` + job) with no
-capabilities, which makes the process-count limit hold. ``--die-with-parent`` ends it with the
-grader. Limits: address space, CPU time, file size, process count, open files, tmpfs size, and
-the output the grader reads back.
+as an unprivileged uid of their own, leased for the batch (leases.py: no other running batch
+holds it), with no capabilities, which makes the process-count limit hold. ``--die-with-parent``
+ends it with the grader. Limits: per process, address space, CPU time, file size, process count,
+open files; per sandbox, all its processes' memory, processes and CPU together (limits.py);
+the tmpfs sizes and the output the grader reads back.
+
+The private ``/tmp`` is mounted before the environment is bound, so a clone or a virtual
+environment under ``/tmp`` is bound on top of it rather than hidden by it.
 """
 from __future__ import annotations
 
 import functools
+import itertools
 import os
 import resource
 import select
@@ -33,17 +38,17 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import List, Optional, Tuple
 
+from kvsched_lab.grading.leases import lease_uids
+from kvsched_lab.grading.limits import MAX_PROCESSES, POLL_SECONDS, BoxWatch, cgroup_v2_parent
 from kvsched_lab.i18n import N_, _
 
-SANDBOX_UID_BASE = 61000  # as root: job k runs as uid/gid 61000 + k (unused by system accounts)
 BOX = "/box"  # the sandbox's working folder (tmpfs)
 INPUTS = "/box-in"  # the submission's grading inputs (read-only)
 LIBRARY = "/opt/kvsched"  # the sandbox's kvsched_lab (read-only)
 BOX_TMPFS_BYTES = 256 << 20  # the working folder's size: logs, runtime files, observations
-MAX_PROCESSES = 64  # per sandbox (as root) or on top of the user's own processes
 MAX_OPEN_FILES = 1024
 MAX_FILE_BYTES = 64 << 20  # one file written in the sandbox
-OUTPUT_CAP = 100 << 20  # bytes of the sandbox's stdout the grader reads; more ends it
+OUTPUT_CAP = 16 << 20  # sandbox stdout the grader reads (five TODOs at RESULT_FILE_CAP, escaped, fit)
 SYSTEM_DIRS = ("/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32")
 SYSTEM_FILES = ("/etc/ld.so.cache", "/etc/localtime", "/etc/nsswitch.conf")
 HOW_TO_ENABLE = N_("install bubblewrap (Debian/Ubuntu: `apt-get install bubblewrap`; Fedora: `dnf install "
@@ -61,6 +66,7 @@ class BoxRun:
     timed_out: bool
     too_much_output: bool
     seconds: float
+    over_budget: str = ""  # why limits.py ended it (all its processes' memory), else ""
 
 
 def _is_root() -> bool:
@@ -85,9 +91,26 @@ def _masked_installs(prefixes: List[str]) -> List[str]:
     return sorted(found)
 
 
-def bwrap_args(inputs: Path, library: Path, job: int) -> List[str]:
-    """The ``bwrap`` command line, up to the command run inside."""
+@functools.lru_cache(maxsize=1)
+def _environment_paths() -> Tuple[str, ...]:
+    """Folders the sandbox's Python needs: its prefixes, and any site folder outside them that
+    its ``sys.path`` names (a ``.pth`` pointing at another environment's packages)."""
     prefixes = sorted({sys.prefix, sys.base_prefix})
+    probe = subprocess.run([sys.executable, "-I", "-c", "import sys; print('\\n'.join(sys.path))"],
+                           capture_output=True, text=True, timeout=60)
+    extra = []
+    for entry in probe.stdout.splitlines():
+        entry = os.path.abspath(entry) if entry else ""
+        inside = any(entry == pre or entry.startswith(pre.rstrip("/") + "/") for pre in prefixes + extra)
+        holds_course = any(os.path.isdir(os.path.join(entry, n)) for n in ("solutions", "kvsched_lab"))
+        if entry and os.path.isdir(entry) and not inside and not entry.startswith(SYSTEM_DIRS) and not holds_course:
+            extra.append(entry)  # a checkout, or an install of the course, is never bound: the library is
+    return tuple(prefixes + extra)
+
+
+def bwrap_args(inputs: Path, library: Path, uid: int) -> List[str]:
+    """The ``bwrap`` command line, up to the command run inside (`uid`: the leased uid, as root)."""
+    prefixes = list(_environment_paths())
     args = ["bwrap", "--die-with-parent", "--new-session", "--unshare-pid", "--unshare-net", "--unshare-ipc",
             "--unshare-uts", "--unshare-cgroup-try"]
     if not _is_root():
@@ -96,7 +119,9 @@ def bwrap_args(inputs: Path, library: Path, job: int) -> List[str]:
         args += ["--ro-bind-try", d, d]
     for f in SYSTEM_FILES:
         args += ["--ro-bind-try", f, f]
-    made = set()
+    # /tmp first: what is bound below it afterwards (a venv under /tmp) stays visible.
+    args += ["--size", str(16 << 20), "--perms", "1777", "--tmpfs", "/tmp"]
+    made = {"/tmp"}
     for target in prefixes + [LIBRARY, INPUTS]:
         for parent in _ancestors(target):
             if parent not in made and not any(parent == d or parent.startswith(d + "/") for d in SYSTEM_DIRS):
@@ -109,13 +134,11 @@ def bwrap_args(inputs: Path, library: Path, job: int) -> List[str]:
     args += ["--ro-bind", str(library), LIBRARY, "--ro-bind", str(inputs), INPUTS,
              "--proc", "/proc", "--dev", "/dev",
              "--size", str(BOX_TMPFS_BYTES), "--perms", "1777", "--tmpfs", BOX,
-             "--size", str(16 << 20), "--perms", "1777", "--tmpfs", "/tmp",
              "--remount-ro", "/", "--chdir", BOX, "--clearenv",
              "--setenv", "PATH", "/usr/local/bin:/usr/bin:/bin", "--setenv", "HOME", BOX,
              "--setenv", "LANG", "C.UTF-8", "--setenv", "USER", "learner", "--"]
     if _is_root():
-        uid = str(SANDBOX_UID_BASE + job)
-        args += ["setpriv", "--reuid", uid, "--regid", uid, "--clear-groups", "--inh-caps=-all",
+        args += ["setpriv", "--reuid", str(uid), "--regid", str(uid), "--clear-groups", "--inh-caps=-all",
                  "--bounding-set=-all", "--no-new-privs"]
     return args
 
@@ -139,9 +162,12 @@ def _user_processes() -> int:
     return count
 
 
-def _limits(memory_mb: int, cpu_seconds: int, nproc: int):
+def _limits(memory_mb: int, cpu_seconds: int, nproc: int, cgroup: Optional[Path] = None):
     def apply() -> None:
         os.umask(0o022)
+        if cgroup is not None:  # join the sandbox's own cgroup before anything else starts
+            with open(cgroup / "cgroup.procs", "w") as f:
+                f.write(str(os.getpid()))
         for what, value in ((resource.RLIMIT_AS, memory_mb << 20), (resource.RLIMIT_CORE, 0),
                             (resource.RLIMIT_CPU, cpu_seconds), (resource.RLIMIT_FSIZE, MAX_FILE_BYTES),
                             (resource.RLIMIT_NOFILE, MAX_OPEN_FILES), (resource.RLIMIT_NPROC, nproc)):
@@ -152,13 +178,23 @@ def _limits(memory_mb: int, cpu_seconds: int, nproc: int):
     return apply
 
 
-def run(inputs: Path, library: Path, job: int, memory_mb: int, wall_seconds: float, sandboxed: bool,
+_boxes = itertools.count()  # names this process's sandbox cgroups apart
+
+
+def run(inputs: Path, library: Path, uid: int, memory_mb: int, wall_seconds: float, sandboxed: bool,
         workdir: Optional[Path] = None) -> BoxRun:
-    """Run ``nbrun --box`` on `inputs`, in the sandbox or (``sandboxed=False``) directly in `workdir`."""
+    """Run ``nbrun --box`` on `inputs`, in the sandbox or (``sandboxed=False``) directly in `workdir`.
+
+    Sandboxed, `uid` is the leased uid it runs as (as root) and all its processes together stay
+    within `memory_mb`, `MAX_PROCESSES` and the CPU share of limits.py."""
+    cgroup = None
     if sandboxed:
-        cmd = bwrap_args(inputs, library, job) + runner_command(INPUTS, BOX, LIBRARY)
+        cmd = bwrap_args(inputs, library, uid) + runner_command(INPUTS, BOX, LIBRARY)
         nproc = MAX_PROCESSES if _is_root() else _user_processes() + MAX_PROCESSES
         cwd = "/"
+        parent = cgroup_v2_parent()
+        if parent is not None:
+            cgroup = BoxWatch.make_cgroup(parent, f"box-{os.getpid()}-{next(_boxes)}", memory_mb << 20)
     else:
         assert workdir is not None
         workdir.mkdir(parents=True, exist_ok=True)
@@ -169,9 +205,10 @@ def run(inputs: Path, library: Path, job: int, memory_mb: int, wall_seconds: flo
     started = time.monotonic()
     proc = subprocess.Popen(cmd, cwd=cwd, env=env, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
                             stderr=subprocess.STDOUT, start_new_session=True,
-                            preexec_fn=_limits(memory_mb, int(wall_seconds) * 2 + 30, nproc))
+                            preexec_fn=_limits(memory_mb, int(wall_seconds) * 2 + 30, nproc, cgroup))
+    watch = BoxWatch(proc.pid, memory_mb << 20, cgroup) if sandboxed else None
     chunks: List[bytes] = []
-    size, timed_out, too_much = 0, False, False
+    size, timed_out, too_much, over = 0, False, False, ""
     deadline = started + wall_seconds
     fd = proc.stdout.fileno()
     while True:
@@ -179,7 +216,10 @@ def run(inputs: Path, library: Path, job: int, memory_mb: int, wall_seconds: flo
         if left <= 0:
             timed_out = True
             break
-        ready, _, _ = select.select([fd], [], [], min(left, 5.0))
+        over = watch.check() if watch is not None else None
+        if over:
+            break
+        ready, _, _ = select.select([fd], [], [], min(left, POLL_SECONDS))
         if not ready:
             continue
         chunk = os.read(fd, 1 << 16)
@@ -190,7 +230,11 @@ def run(inputs: Path, library: Path, job: int, memory_mb: int, wall_seconds: flo
             too_much = True
             break
         chunks.append(chunk)
-    if timed_out or too_much:
+    if watch is not None:
+        watch.resume()
+        if timed_out or too_much or over:
+            watch.kill_all()
+    if timed_out or too_much or over:
         _kill_group(proc.pid)
     proc.stdout.close()
     try:
@@ -200,7 +244,9 @@ def run(inputs: Path, library: Path, job: int, memory_mb: int, wall_seconds: flo
         code = proc.wait()
     if not sandboxed:
         _kill_group(proc.pid)  # unsandboxed: what the run left in its session, at least
-    return BoxRun(b"".join(chunks), code, timed_out, too_much, time.monotonic() - started)
+    if watch is not None:
+        watch.close()
+    return BoxRun(b"".join(chunks), code, timed_out, too_much, time.monotonic() - started, over or "")
 
 
 def _kill_group(pid: int) -> None:
@@ -223,9 +269,12 @@ def probe() -> Tuple[bool, str]:
 
     with tempfile.TemporaryDirectory(prefix="kvsched-probe-") as tmp:
         os.chmod(tmp, 0o755)
-        cmd = bwrap_args(Path(tmp), Path(tmp), 0) + [sys.executable, "-I", "-c", "import os; print(os.getpid())"]
         try:
-            proc = subprocess.run(cmd, capture_output=True, text=True, timeout=60, preexec_fn=_limits(2048, 60, 4096))
+            with lease_uids() as lease:
+                cmd = bwrap_args(Path(tmp), Path(tmp), lease.uid(0)) + [sys.executable, "-I", "-c",
+                                                                        "import os; print(os.getpid())"]
+                proc = subprocess.run(cmd, capture_output=True, text=True, timeout=60,
+                                      preexec_fn=_limits(2048, 60, 4096))
         except (OSError, subprocess.TimeoutExpired) as e:
             return False, _("bwrap could not start: {error}", error=e)
     if proc.returncode != 0 or proc.stdout.strip() == "":

@@ -33,7 +33,7 @@ import tokenize
 from dataclasses import dataclass
 from itertools import combinations
 from pathlib import Path
-from typing import Dict, Iterable, List, Mapping, Optional, Sequence, Set, Tuple
+from typing import Dict, Iterable, List, Mapping, Optional, Set, Tuple
 
 from kvsched_lab.grading.stubs import CHAPTER_EXERCISE, class_methods, functions_in
 from kvsched_lab.sim.scheduler import TODO_METHODS, SchedulerSkeleton

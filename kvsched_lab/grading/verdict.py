@@ -7,13 +7,15 @@ case with the reference's (compare.py), and turned into points (`judge`).
 
 Each TODO is worth `POINTS`, shared equally by the case families; within a family, by the share
 of its cases passed. The sum is rounded down to a whole point (`family_points`), so full marks
-need every case. See docs/grading.md.
+need every case. For the snapshot TODO a case whose rows come out in the right order, with the
+right bytes and hits, but whose priorities are formatted wrongly (not rounded, rounded to other
+places) earns `ORDER_CREDIT` of a case: a formatting slip costs less than a wrong order. See
+docs/grading.md.
 """
 from __future__ import annotations
 
 import inspect
 import json
-import re
 from dataclasses import dataclass, field
 from fractions import Fraction
 from pathlib import Path
@@ -25,14 +27,14 @@ from kvsched_lab.grading.audit import MAX_REVIEW_NOTES
 from kvsched_lab.grading.cases import hidden_cases
 from kvsched_lab.grading.compare import errors_in, first_mismatch
 from kvsched_lab.grading.stubs import known_stubs
+from kvsched_lab.grading.writers import HEAD_CAP, bounded, fenced, inline
 from kvsched_lab.i18n.messages import Deferred as _  # feedback lines: rendered in --lang's language when written
-from kvsched_lab.i18n.messages import Applied, Deferred, Joined, N_
+from kvsched_lab.i18n.messages import Joined, N_
 from kvsched_lab.sim.scheduler import TODO_METHODS
 
 POINTS = 20  # per TODO; five TODOs make 100
+ORDER_CREDIT = Fraction(3, 4)  # of a snapshot case whose order is right and only its priorities' format is not
 REPO = Path(kvsched_lab.__file__).resolve().parent.parent
-TEXT_CAP = 300  # characters of one learner-controlled message shown in feedback
-HEAD_CAP = 2000  # characters of a learner's printed output shown in feedback
 
 
 # A TODO's grade status (compared by programs, written to grades.csv as is).
@@ -77,27 +79,6 @@ class Reference:
         return cls(cases, expected, graded, known_stubs(REPO / "notebooks"))
 
 
-_CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f\u200b-\u200f\u202a-\u202e\u2066-\u2069]")
-
-
-def bounded(text: Any, limit: int = TEXT_CAP) -> str:
-    """Learner-controlled text for one line of feedback: a string, no control characters, at most `limit`."""
-    if isinstance(text, Deferred):  # bounded in whichever language it is rendered
-        return Applied(lambda t: bounded(t, limit), text)
-    text = _CONTROL.sub("?", str(text)).replace("\n", " ")
-    return text if len(text) <= limit else text[: limit - 3] + "..."
-
-
-def fenced(text: str, limit: int = HEAD_CAP) -> str:
-    """`text` as a Markdown code block that nothing inside it can close (bounded, control characters replaced)."""
-    if isinstance(text, Deferred):
-        return Applied(lambda t: fenced(t, limit), text)
-    body = _CONTROL.sub("?", text[:limit].replace("\r\n", "\n"))  # a CRLF is a line end; a lone CR is shown
-    longest = max((len(m) for m in re.findall(r"`+", body)), default=0)
-    fence = "`" * max(3, longest + 1)
-    return f"{fence}\n{body}\n{fence}"
-
-
 def family_points(counts: Dict[str, List[int]]) -> int:
     """`POINTS` shared equally by the families, each by its share of cases passed; rounded down.
 
@@ -107,8 +88,8 @@ def family_points(counts: Dict[str, List[int]]) -> int:
     return int(POINTS * share)  # exact arithmetic: int() of a non-negative Fraction rounds down
 
 
-def families(cases: list, ok: List[bool]) -> Dict[str, List[int]]:
-    """Family -> [cases passed, cases], in case order."""
+def families(cases: list, ok: List[Any]) -> Dict[str, List[Any]]:
+    """Family -> [cases passed, cases], in case order; a case's credit may be a fraction (`ORDER_CREDIT`)."""
     counts: Dict[str, List[int]] = {}
     for case, good in zip(cases, ok):
         c = counts.setdefault(case["family"], [0, 0])
@@ -158,6 +139,16 @@ def validate(raw: Optional[str], n: int, todo: str = "") -> Optional[dict]:
     return out
 
 
+def _order_credit(todo: str, case: dict, got: Any, want: list) -> Fraction:
+    """`ORDER_CREDIT` for a snapshot case that differs from the reference only in its priorities' values."""
+    if todo != "snapshot":
+        return Fraction(0)
+    try:
+        return ORDER_CREDIT if first_mismatch(case, got, want, order_only=True) is None else Fraction(0)
+    except Exception:  # observations of an unexpected shape earn nothing
+        return Fraction(0)
+
+
 def judge(todo: str, result: Optional[dict], ref: Reference) -> TodoGrade:
     """The verdict on one TODO from its validated observations (None: the cell never finished)."""
     picked = ref.graded[todo]
@@ -166,7 +157,7 @@ def judge(todo: str, result: Optional[dict], ref: Reference) -> TodoGrade:
     if result is None:
         return TodoGrade("error", total=n, lines=[_("The grading cell for this TODO did not finish.")])
     if result.get("load"):
-        return TodoGrade("error", total=n, lines=[_("Your code could not be loaded: {why}", why=result["load"])])
+        return TodoGrade("error", total=n, lines=[_("Your code could not be loaded: {why}", why=inline(result["load"]))])
     if result.get("stub"):
         return TodoGrade("not attempted", total=n, lines=[_("The method is the skeleton's unchanged stub.")])
     every = observe.observed(result, len(ref.cases))
@@ -187,16 +178,17 @@ def judge(todo: str, result: Optional[dict], ref: Reference) -> TodoGrade:
             miss = first_mismatch(case, rec["obs"], want, score_todo=(todo == "score"))
         except Exception:  # observations of an unexpected shape: a mismatch, whatever they hold
             miss = None if rec["obs"] == want else first_mismatch(case, [], want)
-        ok.append(miss is None)
+        ok.append(1 if miss is None else _order_credit(todo, case, rec["obs"], want))
         first = first or miss
-    passed = sum(ok)
+    passed = sum(1 for credit in ok if credit == 1)
     errors = [bounded(e) for e in errors_in([o for o in observations if o is not None])]
     failing = n - passed
-    by_family = families(cases, ok)
-    g = TodoGrade("failed", points=family_points(by_family), passed=passed, total=n,
+    by_family = families(cases, [credit == 1 for credit in ok])  # what the feedback shows: whole cases
+    g = TodoGrade("failed", points=family_points(families(cases, ok)), passed=passed, total=n,
                   failing=[f for f, (p, m) in by_family.items() if p < m])
+    ordered_only = sum(1 for credit in ok if 0 < credit < 1)
     if errors and len(errors) == failing and all(e.startswith("NotImplementedError") for e in errors) and not passed:
-        return TodoGrade("not attempted", total=n, lines=[_("Every case raised {error}", error=errors[0])])
+        return TodoGrade("not attempted", total=n, lines=[_("Every case raised {error}", error=inline(errors[0]))])
     if problems["timeout"]:
         g.status = "timed out"
     elif passed == n:
@@ -211,22 +203,26 @@ def judge(todo: str, result: Optional[dict], ref: Reference) -> TodoGrade:
                          families=Joined(_("{family} {passed}/{total}", family=_(fam), passed=p, total=m)
                                          for fam, (p, m) in by_family.items())))
         g.lines.append(_("Failing: {families}.", families=Joined(_(fam) for fam in failed)))
+    if ordered_only:
+        g.lines.append(_("{count} case(s) listed the rows in the right order with other priority values (rounding?): "
+                         "partial credit.", count=ordered_only))
     if problems["timeout"]:
         g.lines.append(_("{count} case(s) ran out of time (an infinite loop, or far too slow).",
                          count=problems["timeout"]))
     if problems["died"]:
-        g.lines.append(_("{count} case(s) ended the grading process: {how}.", count=problems["died"], how=died_how))
+        g.lines.append(_("{count} case(s) ended the grading process: {how}.", count=problems["died"], how=inline(died_how)))
     if problems["big"]:
         g.lines.append(_("{count} case(s) produced far too much data to compare.", count=problems["big"]))
     if problems["not run"]:
         g.lines.append(_("{count} case(s) were not run ({why}).", count=problems["not run"],
-                         why=result["stopped"] if "stopped" in result else _("the cell stopped")))
+                         why=inline(result["stopped"]) if "stopped" in result else _("the cell stopped")))
     if errors:
-        g.lines.append(_("{count} case(s) raised an exception; the first: {error}", count=len(errors), error=errors[0]))
+        g.lines.append(_("{count} case(s) raised an exception; the first: {error}", count=len(errors),
+                         error=inline(errors[0])))
     if first is not None:
         g.lines.append(_("First difference from the reference:\n\n{difference}", difference=fenced(first.text())))
     if result.get("note"):
-        g.lines.append(_("Note: {note}.", note=result["note"]))
+        g.lines.append(_("Note: {note}.", note=inline(result["note"])))
     if result.get("out"):
         g.lines.append(_("Your code printed {count} characters while graded (output is discarded); it began:\n\n{head}",
                          count=result["out"], head=fenced(result.get("head", "")[:300])))

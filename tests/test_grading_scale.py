@@ -29,7 +29,8 @@ from kvsched_lab.grading.sandbox import probe
 from kvsched_lab.grading.shards import parse_shard, shard_members, split
 from kvsched_lab.grading.stamp import cases_digest, current_stamp
 from kvsched_lab.grading.verdict import TodoGrade
-from kvsched_lab.i18n.messages import Deferred
+from kvsched_lab.grading.writers import fenced
+from kvsched_lab.i18n.messages import Deferred, Joined
 from kvsched_lab.sim.scheduler import TODO_METHODS
 
 sys.path.insert(0, str(Path(__file__).parent / "grading_cases"))
@@ -77,7 +78,12 @@ def test_shards_are_balanced_deterministic_and_ignore_listing_order():
 
 def _grade() -> Grade:
     lines = [Deferred("Passed {passed} of {n} hidden cases. By family: {families}.", passed=3, n=4,
-                      families="ties 1/2"), "plain text", Deferred("Failing: {families}.", families="ties")]
+                      families="ties 1/2"), "plain text", Deferred("Failing: {families}.", families="ties"),
+             # messages that are no template: a list joined per language, a fence around text with braces
+             Deferred("Failing: {families}.", families=Joined([Deferred("ties in priority"), "precision"])),
+             Deferred("First difference from the reference:\n\n{difference}",
+                      difference=fenced(Deferred("observed {x}", x="{'repr': 'CacheEntry(...)'}"))),
+             Joined(["a", Deferred("error")])]
     todos = {t: TodoGrade("failed", 7, 3, 4, origin="02_score.ipynb cell 3", lines=list(lines)) for t in TODOS}
     return Grade("class/alice", todos, review=["opened '/etc/passwd'"], sandboxed=False)
 

@@ -26,7 +26,8 @@ from typing import Any, Dict, Optional, Tuple
 from kvsched_lab.grading.grade import Grade
 from kvsched_lab.grading.stamp import Stamp, stamp_from
 from kvsched_lab.grading.verdict import TodoGrade
-from kvsched_lab.i18n.messages import Deferred
+from kvsched_lab.i18n.language import LANGUAGES
+from kvsched_lab.i18n.messages import Deferred, Rendered
 
 JOURNAL = "journal.jsonl"
 FORMAT = 1
@@ -35,14 +36,20 @@ FORMAT = 1
 # --------------------------------------------------------------------------- grades as JSON
 
 def _encode_text(text: Any) -> Any:
-    """A feedback line: a plain string, or a `Deferred` kept as template and fields (rendered later)."""
-    if isinstance(text, Deferred):
+    """A feedback line: a plain string; a `Deferred` template kept as template and fields (rendered
+    later); any other message (a joined list, a fenced block, a mismatch) as its text in every
+    language, since its English text is no template (it may hold braces)."""
+    if type(text) is Deferred:
         return {"template": text.template, "fields": {k: _encode_text(v) for k, v in text.fields.items()}}
+    if isinstance(text, Deferred):
+        return {"rendered": {lang: text.render(lang) for lang in LANGUAGES}}
     return text if isinstance(text, (str, int, float, bool)) or text is None else str(text)
 
 
 def _decode_text(data: Any) -> Any:
     if isinstance(data, dict):
+        if "rendered" in data:
+            return Rendered(data["rendered"])
         return Deferred(data["template"], **{k: _decode_text(v) for k, v in data["fields"].items()})
     return data
 

@@ -97,6 +97,21 @@ class Applied(Deferred):
         return self.function(self.message.render(lang) if isinstance(self.message, Deferred) else self.message)
 
 
+class Rendered(Deferred):
+    """A message already rendered in every language (``{lang: text}``), e.g. read back from a file.
+
+    For messages that are no template with fields (`Joined`, `Applied`, a mismatch's lines): their
+    text in each language is kept, so they render as they would have when they were made."""
+
+    def __new__(cls, by_language: Dict[str, str]) -> "Rendered":
+        self = str.__new__(cls, by_language["en"])
+        self.template, self.fields, self.by_language = str(self), {}, dict(by_language)
+        return self
+
+    def render(self, lang: str) -> str:
+        return self.by_language.get(lang, str(self))
+
+
 def N_(template: str) -> str:
     """Mark `template` for the catalogue without translating it now (it is passed to `_` later)."""
     return template

@@ -11,7 +11,7 @@ from __future__ import annotations
 import dataclasses
 import sys
 import time
-from typing import Any, Dict, Iterable, List, Optional, Union
+from typing import Any, Dict, Iterable, List, Optional, Tuple, Union
 
 import torch
 
@@ -19,6 +19,19 @@ from kvsched_lab.kv.device import DeviceLike
 from kvsched_lab.kv.engine import PrefixCacheEngine, block_id_tokens, chain_block_keys
 from kvsched_lab.i18n import _
 from kvsched_lab.kv.model import TinyDecoder, TinyDecoderConfig
+
+
+def replay_model(requests: Iterable[Any], max_requests: Optional[int], tokens_per_block: int,
+                 model_config: Optional[TinyDecoderConfig], device: DeviceLike,
+                 dtype: Optional[torch.dtype]) -> Tuple[List[Any], TinyDecoder, int]:
+    """The requests to replay, a model whose positions fit the longest, and its length in tokens."""
+    reqs = list(requests)[:max_requests]
+    if not reqs:
+        raise ValueError("no requests to replay")
+    max_tokens = max(len(r.hash_ids) for r in reqs) * tokens_per_block
+    cfg = model_config or TinyDecoderConfig()
+    cfg = dataclasses.replace(cfg, max_positions=max(cfg.max_positions, max_tokens))
+    return reqs, TinyDecoder(cfg, device=device, dtype=dtype), max_tokens
 
 
 def real_kv_replay(
@@ -51,14 +64,8 @@ def real_kv_replay(
     blocks_in_use_max, requests_checked, max_abs_logit_diff, device, dtype, wall_seconds.
     """
     started = time.perf_counter()
-    reqs = list(requests)[:max_requests]
-    if not reqs:
-        raise ValueError("no requests to replay")
-    max_tokens = max(len(r.hash_ids) for r in reqs) * tokens_per_block
-    cfg = model_config or TinyDecoderConfig()
-    cfg = dataclasses.replace(cfg, max_positions=max(cfg.max_positions, max_tokens))
-    model = TinyDecoder(cfg, device=device, dtype=dtype)
-    token_lists = [[t for b in req.hash_ids for t in block_id_tokens(b, tokens_per_block, cfg.vocab_size)]
+    reqs, model, max_tokens = replay_model(requests, max_requests, tokens_per_block, model_config, device, dtype)
+    token_lists = [[t for b in req.hash_ids for t in block_id_tokens(b, tokens_per_block, model.config.vocab_size)]
                    for req in reqs]
     if isinstance(scheduler, str):
         if capacity_blocks is None:

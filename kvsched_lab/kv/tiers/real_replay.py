@@ -8,7 +8,6 @@ long the copies took.
 """
 from __future__ import annotations
 
-import dataclasses
 import time
 from pathlib import Path
 from typing import Any, Dict, Iterable, Optional, Union
@@ -17,7 +16,8 @@ import torch
 
 from kvsched_lab.kv.device import DeviceLike
 from kvsched_lab.kv.engine import block_id_tokens
-from kvsched_lab.kv.model import TinyDecoder, TinyDecoderConfig
+from kvsched_lab.kv.model import TinyDecoderConfig
+from kvsched_lab.kv.real_kv import replay_model
 from kvsched_lab.kv.tiers.costs import TierCosts, move_name
 from kvsched_lab.kv.tiers.engine import TieredPrefixCacheEngine
 from kvsched_lab.kv.tiers.placement import PlacementRule
@@ -56,13 +56,7 @@ def tiered_real_kv_replay(
     logit difference and its bound, device, dtype, wall_seconds.
     """
     started = time.perf_counter()
-    reqs = list(requests)[:max_requests]
-    if not reqs:
-        raise ValueError("no requests to replay")
-    max_tokens = max(len(r.hash_ids) for r in reqs) * tokens_per_block
-    cfg = model_config or TinyDecoderConfig()
-    cfg = dataclasses.replace(cfg, max_positions=max(cfg.max_positions, max_tokens))
-    model = TinyDecoder(cfg, device=device, dtype=dtype)
+    reqs, model, max_tokens = replay_model(requests, max_requests, tokens_per_block, model_config, device, dtype)
     hierarchy = build_hierarchy(policy, capacity_blocks, host_blocks, disk_blocks, rule=rule,
                                 lower_policy=lower_policy, min_hits=min_hits, costs=costs)
     engine = TieredPrefixCacheEngine(model, hierarchy, tokens_per_block=tokens_per_block,
@@ -72,7 +66,7 @@ def tiered_real_kv_replay(
     sync = torch.cuda.synchronize if model.device.type == "cuda" else (lambda: None)
     try:
         for i, req in enumerate(reqs):
-            tokens = [t for b in req.hash_ids for t in block_id_tokens(b, tokens_per_block, cfg.vocab_size)]
+            tokens = [t for b in req.hash_ids for t in block_id_tokens(b, tokens_per_block, model.config.vocab_size)]
             result = engine.serve_tokens(tokens)
             prefill_s += result.prefill_seconds
             load_s += result.load_seconds

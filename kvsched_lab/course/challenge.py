@@ -202,15 +202,15 @@ class ChallengeBoard:
                  "public_rank": r["rank"], "private_rank": private[r["policy"]]["rank"]} for r in self.public]
 
     def __getitem__(self, policy: str) -> Dict[str, Any]:
-        for row in self.rows:
-            if row["policy"] == policy:
-                return row
+        for entry in self.rows:
+            if entry["policy"] == policy:
+                return entry
         raise KeyError(policy)
 
     def lead_kept(self, policy: str) -> float:
         """The share of `policy`'s public lead over LRU left on the private part (NaN without a lead)."""
-        row = self[policy]
-        return row["private"] / row["public"] if row["public"] > 0 else math.nan
+        entry = self[policy]
+        return entry["private"] / entry["public"] if entry["public"] > 0 else math.nan
 
     @staticmethod
     def _head() -> List[str]:

@@ -26,6 +26,7 @@ from typing import Any, Dict, Optional, Tuple
 from kvsched_lab.grading.grade import Grade
 from kvsched_lab.grading.stamp import Stamp, stamp_from
 from kvsched_lab.grading.verdict import TodoGrade
+from kvsched_lab.grading.writers import atomic_write
 from kvsched_lab.i18n.language import LANGUAGES
 from kvsched_lab.i18n.messages import Deferred, Rendered
 
@@ -190,11 +191,6 @@ def open_journal(out: Path, header: Header, resume: bool) -> Journal:
 def write_journal(out: Path, header: Header, entries: Dict[str, Entry]) -> None:
     """A whole journal at once, atomically (a resumed run's start, a merge's end)."""
     out.mkdir(parents=True, exist_ok=True)
-    path = out / JOURNAL
-    tmp = path.with_name(f".{JOURNAL}.tmp")
-    with open(tmp, "w", encoding="utf-8") as f:
-        f.write(json.dumps(header.as_dict()) + "\n")
-        f.writelines(_entry_line(name, e.files_sha256, e.grade) for name, e in entries.items())
-        f.flush()
-        os.fsync(f.fileno())
-    os.replace(tmp, path)
+    lines = [json.dumps(header.as_dict()) + "\n"]
+    lines += [_entry_line(name, e.files_sha256, e.grade) for name, e in entries.items()]
+    atomic_write(out / JOURNAL, "".join(lines).encode("ascii"))  # json.dumps escapes any non-ASCII

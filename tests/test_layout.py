@@ -7,6 +7,8 @@ circle closed by one works only as long as nobody moves the import to the top of
 from __future__ import annotations
 
 import ast
+import subprocess
+import sys
 from pathlib import Path
 from typing import Dict, List, Set
 
@@ -146,3 +148,24 @@ def test_each_file_is_short_and_says_what_it_is(path):
     assert lines <= MAX_LINES, f"{path.relative_to(PACKAGE)}: {lines} lines (at most {MAX_LINES}): split it by idea"
     if path.name != "__main__.py" or lines > 5:
         assert ast.get_docstring(ast.parse(text)), f"{path.relative_to(PACKAGE)} opens with no docstring"
+
+
+# What grading, the checks and the policy lab import must not load torch: the grader imports the
+# harness (and through it the course's checks) once per sandboxed submission, where torch's import
+# cost more than grading itself; a learner's policy work runs on a laptop without it.
+TORCH_FREE = ["kvsched_lab", "kvsched_lab.course", "kvsched_lab.grading.harness", "kvsched_lab.grading.nbrun",
+              "kvsched_lab.sim.policies", "kvsched_lab.kv", "kvsched_lab.kv.tiers", "kvsched_lab.cli.main"]
+
+
+def test_the_grader_the_checks_and_the_policy_lab_import_without_torch():
+    probe = ("import importlib, sys\n"
+             f"for name in {TORCH_FREE!r}:\n"
+             "    importlib.import_module(name)\n"
+             "    if 'torch' in sys.modules:\n"
+             "        sys.exit(name + ' imports torch')\n"
+             "import kvsched_lab.kv.model\n"  # and the probe can see it when it happens
+             "print('torch' in sys.modules)\n")
+    done = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, timeout=120,
+                          cwd=PACKAGE.parent)
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert done.stdout.strip() == "True"

@@ -19,8 +19,25 @@
   measured costs and the break-even model; its `__init__.py` says which file holds what.
 
 Above the scheduling lab (it drives the lab's schedulers and policies), below the course.
-"""
-from kvsched_lab.kv.block_manager import RefCountedBlockManager
-from kvsched_lab.kv.concurrent import ConcurrentConfig, ConcurrentEngine, ConcurrentReport, run_concurrent
 
-__all__ = ["ConcurrentConfig", "ConcurrentEngine", "ConcurrentReport", "RefCountedBlockManager", "run_concurrent"]
+The names below are imported when first asked for: the torch-free parts (``tiers.placement``,
+``tiers.hierarchy``, ``block_manager``) are read by the course's checks and so by the grader,
+whose every sandboxed run would otherwise pay for importing torch.
+"""
+from importlib import import_module
+from typing import Any
+
+# public name -> module of this folder that defines it
+_LAZY = {
+    "RefCountedBlockManager": "block_manager",
+    "ConcurrentConfig": "concurrent", "ConcurrentEngine": "concurrent", "ConcurrentReport": "concurrent",
+    "run_concurrent": "concurrent",
+}
+
+__all__ = list(_LAZY)
+
+
+def __getattr__(name: str) -> Any:
+    if name in _LAZY:
+        return getattr(import_module(f"kvsched_lab.kv.{_LAZY[name]}"), name)
+    raise AttributeError(f"module 'kvsched_lab.kv' has no attribute {name!r}")

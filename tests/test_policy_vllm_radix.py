@@ -206,6 +206,11 @@ def test_both_follow_their_models_on_long_chained_runs(cap):
     touch_requests(radix, reqs)
     assert list(vllm.log) == model_vllm(reqs, cap)[0]
     assert list(radix.log) == model_sglang(lists, cap)[0]
+    # The persistent leaf heap (lazy deletion) stays within its rebuild bound, and every
+    # evictable leaf has its current record in it.
+    assert len(radix.leaf_heap) <= 2 * len(radix.evictable) + 64
+    current = {(a, s) for a, s, _ in radix.leaf_heap}
+    assert all((n.access, n.serial) in current for n in radix.evictable)
 
 
 @lru_cache(maxsize=None)

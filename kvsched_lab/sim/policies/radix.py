@@ -47,8 +47,12 @@ a split's unread tail its old time. With both off, on chained ids, the tree make
 decisions (the same hits and evictions, in the same order; notebook 08 shows it).
 
 ``evictable`` is SGLang's ``evictable_leaves``: the set of unlocked leaves, kept up to date as
-nodes are locked, unlocked, split and evicted; ``evict`` builds its heap from it each time, as
-SGLang does.
+nodes are locked, unlocked, split and evicted. SGLang's ``evict`` builds a heap from that set
+each time it runs, O(leaves) per request that needs room. Here the heap ``leaf_heap`` persists
+between evictions with the chapter's lazy deletion: a leaf's record ``(access, serial, node)``
+is pushed whenever it becomes evictable or its access time changes while it is, and a popped
+record counts only if its node is still evictable with that access time. The first such record
+is the oldest evictable leaf, the one SGLang's fresh heap gives: the same decisions.
 """
 from __future__ import annotations
 
@@ -93,6 +97,7 @@ class RadixPolicy(Policy):
         self.root.lock_ref = 1  # as in SGLang: the root is never a leaf to evict
         self.where: Dict[Hashable, RadixNode] = {}  # cached block -> the node holding it
         self.evictable: Set[RadixNode] = set()  # unlocked leaves (SGLang's evictable_leaves)
+        self.leaf_heap: List[Tuple[int, int, RadixNode]] = []  # (access, serial, node), stale ones included
         self.clock = 0  # reads of SGLang's time.monotonic(): access times
         self.num_nodes = 1  # nodes ever made, the root included: the next serial
         self.locked_bytes = 0  # bytes of the nodes the request in progress locks
@@ -119,9 +124,18 @@ class RadixPolicy(Policy):
     def _update_leaf(self, node: RadixNode) -> None:
         """Keep `evictable` true for `node` (SGLang's _update_leaf_status)."""
         if node.lock_ref == 0 and not node.children and node is not self.root:
-            self.evictable.add(node)
+            self._file(node)
         else:
             self.evictable.discard(node)
+
+    def _file(self, node: RadixNode) -> None:
+        """`node` is (still) an evictable leaf, with its current access time: record it."""
+        self.evictable.add(node)
+        heap = self.leaf_heap
+        heapq.heappush(heap, (node.access, node.serial, node))
+        if len(heap) > 2 * len(self.evictable) + 64:  # stale records outnumber current ones: rebuild
+            self.leaf_heap = heap = [(n.access, n.serial, n) for n in self.evictable]
+            heapq.heapify(heap)
 
     def _split(self, node: RadixNode, length: int) -> RadixNode:
         """Cut `node` after its first `length` blocks; the head becomes its new parent (returned).
@@ -163,15 +177,15 @@ class RadixPolicy(Policy):
     def evict(self, num_bytes: int) -> int:
         """SGLang's evict: whole unlocked leaves, oldest access first, until `num_bytes` are freed.
 
-        The heap is built from `evictable` now; a parent left childless and unlocked joins it.
-        Returns the bytes freed: more than asked when a leaf holds several blocks, less when the
-        unlocked leaves run out."""
-        heap = [(node.access, node.serial, node) for node in self.evictable]
-        heapq.heapify(heap)
+        The candidates are `evictable`, read through `leaf_heap` (stale records skipped); a parent
+        left childless and unlocked joins them. Returns the bytes freed: more than asked when a
+        leaf holds several blocks, less when the unlocked leaves run out."""
         entries, where, emit, root = self.entries, self.where, self.log.append_event, self.root
-        freed = 0
-        while freed < num_bytes and heap:
-            _, _, leaf = heapq.heappop(heap)
+        evictable, freed = self.evictable, 0
+        while freed < num_bytes and self.leaf_heap:
+            access, _, leaf = heapq.heappop(self.leaf_heap)
+            if leaf not in evictable or leaf.access != access:  # stale: locked, evicted or touched since
+                continue
             if not self.whole_leaves:  # only what is missing, deepest first; the rest stays a leaf
                 while freed < num_bytes and len(leaf.blocks) > 1:
                     key = leaf.blocks.pop()
@@ -181,17 +195,17 @@ class RadixPolicy(Policy):
                     leaf.num_bytes -= size
                     freed += size
                 if freed >= num_bytes:
+                    heapq.heappush(self.leaf_heap, (access, leaf.serial, leaf))  # what is left stays a leaf
                     break
             for key in reversed(leaf.blocks):  # logged deepest first, the order vLLM frees a prompt in
                 del entries[key], where[key]
                 emit((EVICT, key))
             freed += leaf.num_bytes
-            self.evictable.discard(leaf)
+            evictable.discard(leaf)
             parent = leaf.parent
             del parent.children[leaf.blocks[0]]
             if not parent.children and parent.lock_ref == 0 and parent is not root:
-                self.evictable.add(parent)
-                heapq.heappush(heap, (parent.access, parent.serial, parent))
+                self._file(parent)
         self.current_bytes -= freed
         return freed
 
@@ -218,6 +232,8 @@ class RadixPolicy(Policy):
             matched += length
             node = self._split(child, length) if length < len(blocks) else child
             if node is not child:
+                if child in self.evictable:  # the unread tail, still a leaf, has a new access time
+                    self._file(child)
                 break
         self._matched = matched
         self._lock(node)

@@ -1,4 +1,5 @@
 """The setup files agree with each other, and the CLI's doctor runs."""
+import importlib.metadata
 import re
 import subprocess
 import sys
@@ -78,6 +79,21 @@ def test_doctor_reports_every_component(capsys):
     for word in ("python", "torch", "gpu", "jupyterlab", "ipywidgets", "matplotlib"):
         assert word in out
     assert code in (0, 1) and ("all set" in out) == (code == 0)
+
+
+def test_doctor_reads_jupyterlabs_version_without_importing_it(monkeypatch):
+    """The doctor runs in notebook 00's kernel: importing jupyterlab there took seconds for nothing.
+    A package that is not there reads as missing (NO, with the advice)."""
+    from kvsched_lab.cli import doctor
+
+    probe = ("import sys\nfrom kvsched_lab.cli.doctor import diagnose\nrows = diagnose()\n"
+             "print('jupyterlab' in sys.modules, [r[2] for r in rows if r[0] == 'jupyterlab'])")
+    done = subprocess.run([sys.executable, "-c", probe], cwd=ROOT, capture_output=True, text=True, check=True)
+    assert done.stdout.split(" ", 1) == ["False", f"[{importlib.metadata.version('jupyterlab')!r}]\n"]
+    real = doctor._server_version
+    monkeypatch.setattr(doctor, "_server_version", lambda name: real("kvsched_no_such_package"))
+    row = next(r for r in doctor.diagnose() if r[0] == "jupyterlab")
+    assert row[1] is False and "make lab" in row[2]
 
 
 def test_doctor_shows_the_grading_sandbox_only_to_instructors_who_ask(monkeypatch, capsys):

@@ -7,6 +7,8 @@ from __future__ import annotations
 
 import argparse
 import importlib
+import importlib.metadata
+import importlib.util
 import platform
 import sys
 from typing import List, Tuple
@@ -24,6 +26,19 @@ def _version(module: str) -> str | None:
     except Exception:  # a broken install is as unusable as a missing one
         return None
     return getattr(mod, "__version__", "installed")
+
+
+def _server_version(module: str) -> str | None:
+    """The installed version of a package the notebook server runs and no kernel imports.
+
+    Importing jupyterlab costs seconds (its server extensions); the doctor runs in notebook 00's
+    kernel, where only whether it is installed matters."""
+    if importlib.util.find_spec(module) is None:
+        return None
+    try:
+        return importlib.metadata.version(module)
+    except importlib.metadata.PackageNotFoundError:
+        return "installed"
 
 
 # Rows whose "NO" is not a problem: the reference is withheld from students on purpose.
@@ -52,12 +67,12 @@ def diagnose(grading: bool = False) -> List[Row]:
         else:
             rows.append(("gpu", True, _("none: KV blocks live on the CPU in fp32 (every lesson runs; timings "
                                         "differ). On Colab: Runtime > Change runtime type > GPU")))
-    for name, module, advice in [
-        ("jupyterlab", "jupyterlab", N_("`make lab` installs it; Colab/ModelScope bring their own")),
-        ("ipywidgets", "ipywidgets", N_("sliders fall back to plain function calls without it: pip install ipywidgets")),
-        ("matplotlib", "matplotlib", N_("plots need it: pip install matplotlib")),
+    for name, find, advice in [
+        ("jupyterlab", _server_version, N_("`make lab` installs it; Colab/ModelScope bring their own")),
+        ("ipywidgets", _version, N_("sliders fall back to plain function calls without it: pip install ipywidgets")),
+        ("matplotlib", _version, N_("plots need it: pip install matplotlib")),
     ]:
-        v = _version(module)
+        v = find(name)
         rows.append((name, v is not None, v if v is not None else _("missing: {advice}", advice=_(advice))))
     rows.append((REFERENCE_ROW, _version("solutions") is not None,
                  _("present (instructor copy)") if _version("solutions") is not None

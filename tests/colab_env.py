@@ -27,6 +27,9 @@ ROOT = Path(__file__).resolve().parents[1]
 RUNTIME_DISTS = ("torch", "numpy", "tqdm", "ipykernel", "matplotlib", "nbclient", "nbformat", "setuptools")
 # Never in the runtime layer: ours, and the ipywidgets 8 family (the Colab test pins 7.7.1).
 LEFT_OUT = {"kvsched-lab", "ipywidgets", "jupyterlab-widgets", "widgetsnbextension"}
+# The notebooks run as shipped (no saved answers) on the simulated Colab: the tour and the
+# capstone, the two without TODOs that read saved answers (tests/test_notebooks.py relies on it).
+SIM_NOTEBOOKS = ("00_setup_and_tour.ipynb", "06_capstone.ipynb")
 # Colab's ipywidgets and the companions it needs, installed with --no-deps.
 IPYWIDGETS_7 = ("ipywidgets==7.7.1", "widgetsnbextension==3.6.10", "jupyterlab-widgets==1.1.11",
                 "ipython-genutils==0.2.0")

@@ -23,12 +23,11 @@ from pathlib import Path
 
 import pytest
 
-from colab_env import IPYWIDGETS_7, ROOT, make_venv, network_cut, runtime_site, working_tree_clone
+from colab_env import IPYWIDGETS_7, ROOT, SIM_NOTEBOOKS, make_venv, network_cut, runtime_site, working_tree_clone
 
 pytestmark = pytest.mark.skipif(shutil.which("git") is None, reason="needs git (pip installs git+file:// URLs)")
 
 DRIVER = Path(__file__).with_name("colab_driver.py")
-SIM_NOTEBOOKS = ("00_setup_and_tour.ipynb", "06_capstone.ipynb")
 TORCH_PROBE = "import json, torch; print(json.dumps([torch.__version__, str(torch.__file__)]))"
 
 

@@ -1,17 +1,19 @@
 """The notebook series: clean, well-formed, and runs top to bottom (nbval, like `nbgrader validate`).
 
-Every ``notebooks/*.ipynb`` and its Chinese edition ``notebooks/zh/*.ipynb`` are picked up. Two
+Every ``notebooks/*.ipynb`` and its Chinese edition ``notebooks/zh/*.ipynb`` are picked up. Three
 nbval runs, each a pytest subprocess in its own temporary folder with its own ``KVSCHED_ANSWERS``,
-run side by side:
+run side by side (the two cores share them; their total is about even):
 
-- **filled**: every TODO cell holds the reference method (and notebook 08's practice cells the
-  reference of `solutions.practice`): every cell passes (both editions);
-- **stub**: the notebooks as shipped: exactly the check cells fail (``validate --invert``), practice
-  checks included, nothing else, with the "not attempted" message in the notebook's language (the
-  zh setup cell selects it); the optional ``aging`` check says "not attempted" without failing, so
-  Run All goes on. Of the zh edition only the notebooks with TODOs (graded or practice) run here:
-  the others hold the English code cell for cell (tests/test_i18n_edition.py), which this run
-  already executes as shipped;
+- **filled** and **filled_zh**: every TODO cell holds the reference method (and the practice cells
+  the reference of `solutions.practice`): every cell passes, in each edition;
+- **stub**: the notebooks with TODOs (graded or practice) as shipped, in both editions: exactly the
+  check cells fail (``validate --invert``), practice checks included, nothing else, with the "not
+  attempted" message in the notebook's language (the zh setup cell selects it); the optional
+  ``aging`` check says "not attempted" without failing, so Run All goes on. A notebook without
+  TODOs runs the same code as in the filled run, except where it reads saved answers (notebook
+  00's tour, the capstone's ``lab.my_scheduler()``): run as shipped, with no answers, those are
+  tests/test_colab_sim.py's notebooks (``SIM_NOTEBOOKS``), each copied alone onto a simulated
+  Colab, and a test below keeps it so;
 - then, in the stub run, copies with the chapter's answer line pasted into ONE TODO stub:
   exactly that check turns green.
 
@@ -58,6 +60,8 @@ def has_todos(nb) -> bool:
 
 
 EXERCISE_NOTEBOOKS = [p for p in NOTEBOOKS if has_todos(read_notebook(p))]
+# A call that reads the learner's saved answers: a notebook with one runs differently as shipped.
+READS_ANSWERS = re.compile(r"lab\.(my_scheduler|load_answers|show_scheduler|status|answer_status)\(")
 ZH_PREFIX = "zh__"  # a zh notebook's name in the nbval folders
 # What an untouched check cell says, per edition (kvsched_lab/i18n/zh_CN.po has the Chinese).
 NOT_ATTEMPTED = {"en": "not attempted", "zh": "尚未作答"}
@@ -193,19 +197,22 @@ def runs(tmp_path_factory):
     base = tmp_path_factory.mktemp("nbval")
     nbs = {p.name: read_notebook(p) for p in NOTEBOOKS}
     zh = {ZH_PREFIX + p.name: read_notebook(p) for p in ZH_NOTEBOOKS}
-    zh_with_todos = {name: nb for name, nb in zh.items() if has_todos(nb)}
     refs, practice = reference_sources(optional=True), practice_reference_sources()
-    filled = {name: fill_todos(fill_todos(nb, refs), practice, kind="practice")
-              for name, nb in {**nbs, **zh}.items()}
+
+    def filled(notebooks):
+        return {name: fill_todos(fill_todos(nb, refs), practice, kind="practice") for name, nb in notebooks.items()}
+
+    stubs = {name: nb for name, nb in {**nbs, **zh}.items() if has_todos(nb)}
     pasted = {}
     for name, nb in nbs.items():
         for todo, idx in tagged_cells(nb, "todo").items():
             src = paste(cell_source(nb["cells"][idx[-1]]), CHAPTER_ANSWERS[todo])
             pasted[f"paste_{todo}__{name}"] = fill_todos(nb, {todo: src})
-    # Two subprocesses side by side (one per core). The pasted copies run after the stubs in the
-    # same kernel-per-notebook run: the stubs start from an empty answers folder and save nothing.
-    started = {"filled": Run(base / "filled", filled, log_figures=True),
-               "stub": Run(base / "stub", {**nbs, **zh_with_todos, **pasted})}
+    # Three subprocesses on the two cores. The pasted copies run after the stubs in the same
+    # kernel-per-notebook run: the stubs start from an empty answers folder and save nothing.
+    started = {"filled": Run(base / "filled", filled(nbs), log_figures=True),
+               "filled_zh": Run(base / "filled_zh", filled(zh), log_figures=True),
+               "stub": Run(base / "stub", {**stubs, **pasted})}
     done = {k: r.wait() for k, r in started.items()}
     for k, r in done.items():
         print(f"nbval {k}: {len(r.names)} notebooks in {r.wall:.1f} s")
@@ -234,8 +241,9 @@ def _graded_check_cells(nb):
 # --------------------------------------------------------------------------- executed
 
 
-def test_filled_notebooks_pass_every_cell(runs):
-    run = runs["filled"]
+@pytest.mark.parametrize("edition", ["filled", "filled_zh"])
+def test_filled_notebooks_pass_every_cell(runs, edition):
+    run = runs[edition]
     assert run.proc.returncode == 0 and not run.failed_cells(), run.output[-6000:]
     ran = {r["nodeid"].partition("::")[0] for r in run.records}
     assert ran == set(run.names), "some notebook did not run"
@@ -246,7 +254,7 @@ def test_filled_zh_notebooks_show_no_english_prose(runs):
     # text) is Chinese, up to code words (tests/english_prose.py). One exception, kept English on
     # purpose: the chapter's given code raises in English, and the grader compares exception
     # text between its own process and the learner's kernel, which may run in different languages.
-    outputs = runs["filled"].zh_outputs()
+    outputs = runs["filled_zh"].zh_outputs()
     assert set(outputs) == {ZH_PREFIX + p.name for p in ZH_NOTEBOOKS}, "a zh notebook showed nothing"
     english = []
     for nb, cells in sorted(outputs.items()):
@@ -269,7 +277,7 @@ DRAWS = re.compile(r"plots\.plot_\w+\(|plt\.subplots\(")
 def test_every_plotting_cell_shows_its_figure_in_a_fresh_kernel(runs):
     """Each notebook runs in its own fresh kernel; a cell that creates a figure must display it
     (Run All, as a learner does), and no figure may be left open and unshown after any cell."""
-    log = notebook_figures.read(runs["filled"].folder)
+    log = notebook_figures.read(runs["filled"].folder) + notebook_figures.read(runs["filled_zh"].folder)
     drew = [r for r in log if r["figures"]]
     # Shown as an image, or inside a widget the cell displays (the score explorer draws its
     # figure into an Image widget and closes it).
@@ -278,15 +286,16 @@ def test_every_plotting_cell_shows_its_figure_in_a_fresh_kernel(runs):
     assert all(r["interactive"] for r in drew), "a figure turned matplotlib's interactive mode off"
     # The log sees every cell that plainly draws, in both editions (so the checks above are not empty).
     drawn = {r["source"] for r in drew}
-    for name, nb in runs["filled"].notebooks.items():
+    for name, nb in {**runs["filled"].notebooks, **runs["filled_zh"].notebooks}.items():
         for cell in code_cells(nb):
             if DRAWS.search(cell_source(cell)):
                 assert cell_source(cell) in drawn, (name, cell_source(cell)[:200])
 
 
-def test_filled_run_saved_all_five_answers_from_the_kernel(runs):
+@pytest.mark.parametrize("edition", ["filled", "filled_zh"])
+def test_filled_run_saved_all_five_answers_from_the_kernel(runs, edition):
     # inspect.getsource works on functions defined in notebook cells, and answers carry over.
-    saved = answer_files(runs["filled"].answers)
+    saved = answer_files(runs[edition].answers)
     assert set(saved) == set(ALL_TODO_METHODS)
     assert all(r["status"] == "passed" and r["source"].startswith("def ") for r in saved.values())
 
@@ -297,11 +306,9 @@ def test_stub_notebooks_fail_exactly_their_check_cells(runs, lang):
     failed = run.failed_cells()
     ran = {r["nodeid"].partition("::")[0] for r in run.records}
     assert ran == set(run.names), "some notebook did not run"
-    if lang == "en":
-        paths = {p.name: p for p in NOTEBOOKS}
-    else:  # the zh notebooks with TODOs (see the module docstring)
-        paths = {ZH_PREFIX + p.name: p for p in ZH_NOTEBOOKS if has_todos(read_notebook(p))}
-    assert len(paths) == (len(NOTEBOOKS) if lang == "en" else len(EXERCISE_NOTEBOOKS))
+    prefix = "" if lang == "en" else ZH_PREFIX  # the notebooks with TODOs (see the module docstring)
+    paths = {prefix + p.name: p for p in (NOTEBOOKS if lang == "en" else ZH_NOTEBOOKS) if has_todos(read_notebook(p))}
+    assert len(paths) == len(EXERCISE_NOTEBOOKS)
     for name, path in paths.items():
         checks = _graded_check_cells(read_notebook(path))
         practice = _check_cell_indices(read_notebook(path), "practice-check")
@@ -328,6 +335,17 @@ def test_pasting_the_chapters_answer_turns_exactly_its_check_green(runs):
 
 
 # --------------------------------------------------------------------------- static
+
+
+def test_each_notebook_that_reads_saved_answers_runs_as_shipped_somewhere():
+    """The stub run holds only the notebooks with TODOs; one without that reads saved answers
+    behaves differently without them, and must then be among test_colab_sim.py's notebooks."""
+    from colab_env import SIM_NOTEBOOKS
+
+    reading = {p.name for p in NOTEBOOKS if not has_todos(read_notebook(p))
+               and any(READS_ANSWERS.search(cell_source(c)) for c in code_cells(read_notebook(p)))}
+    assert "06_capstone.ipynb" in reading  # the pattern sees lab.my_scheduler()
+    assert reading <= set(SIM_NOTEBOOKS), sorted(reading - set(SIM_NOTEBOOKS))
 
 
 @pytest.mark.parametrize("path", NOTEBOOKS + ZH_NOTEBOOKS, ids=lambda p: p.relative_to(ROOT / "notebooks").as_posix())

@@ -9,7 +9,9 @@ so grading scales with cores until memory runs out.
 """
 from __future__ import annotations
 
+import contextlib
 import os
+import sys
 import tempfile
 import time
 from pathlib import Path
@@ -41,7 +43,8 @@ def bench_grading(n: int = 40, jobs: Optional[int] = None, timeout: float = 10.0
     jobs = jobs or cores()
     sandboxed = sandbox.probe()[0]
     ref = Reference.build()
-    with tempfile.TemporaryDirectory(prefix="kvsched-bench-") as tmp:
+    # The batch's own lines (the uids it leased) go to stderr: stdout may be `kvsched bench --json`.
+    with tempfile.TemporaryDirectory(prefix="kvsched-bench-") as tmp, contextlib.redirect_stdout(sys.stderr):
         folder = Path(tmp) / "class"
         folder.mkdir()
         _submissions(folder, n)

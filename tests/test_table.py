@@ -1,7 +1,7 @@
 """`lab.row`: printed table lines that stay aligned when a header is Chinese."""
 import pytest
 
-from kvsched_lab.course.table import row
+from kvsched_lab.course.table import pad, row
 from kvsched_lab.i18n.width import display_width
 
 
@@ -22,3 +22,11 @@ def test_a_cell_wider_than_its_column_is_kept_whole_and_spacer_cells_work():
 def test_cells_and_widths_must_match():
     with pytest.raises(ValueError, match="2 cells but 3 widths"):
         row(["a", "b"], [1, 2, 3])
+
+
+def test_pad_keeps_its_trailing_spaces_so_a_chinese_row_label_lines_up_mid_line():
+    labels = ["A", "B（再次）", "recompute"]
+    lines = [f"{pad(name, -10)}{12:>4} ms" for name in labels]
+    assert {display_width(line[: line.index("ms")]) for line in lines} == {15}
+    assert [f"{name:<10}{12:>4} ms".index("12") for name in labels] == [12, 12, 12]  # characters, not columns
+    assert pad("策略", 6) == "  策略" and pad("a very long", -3) == "a very long"

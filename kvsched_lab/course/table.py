@@ -3,13 +3,22 @@
 `row` pads each cell to a width counted in terminal columns, where a Chinese character takes two
 (East Asian wide or full-width), so a header translated into Chinese still lines up with the
 numbers under it. Headers are plain string arguments, so the zh edition translates them like any
-other string in a cell.
+other string in a cell. `pad` is one such cell inside an f-string (``f"{lab.pad(name, -8)} ..."``),
+for a row label that the zh edition translates: ``f"{name:<8}"`` counts characters, not columns.
 """
 from __future__ import annotations
 
 from typing import Sequence
 
 from kvsched_lab.i18n.width import display_width
+
+
+def pad(text: object, width: int) -> str:
+    """`text` right-aligned in `width` terminal columns (left-aligned when negative); kept whole
+    when wider. Unlike `row`, trailing spaces stay: the line goes on after it."""
+    text = str(text)
+    spaces = " " * max(0, abs(width) - display_width(text))
+    return text + spaces if width < 0 else spaces + text
 
 
 def row(cells: Sequence[object], widths: Sequence[int]) -> str:
@@ -20,9 +29,4 @@ def row(cells: Sequence[object], widths: Sequence[int]) -> str:
     """
     if len(cells) != len(widths):
         raise ValueError(f"{len(cells)} cells but {len(widths)} widths")
-    out = []
-    for cell, width in zip(cells, widths):
-        text = str(cell)
-        pad = " " * max(0, abs(width) - display_width(text))
-        out.append(text + pad if width < 0 else pad + text)
-    return "".join(out).rstrip()
+    return "".join(pad(cell, width) for cell, width in zip(cells, widths)).rstrip()

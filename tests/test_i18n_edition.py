@@ -258,3 +258,14 @@ def test_a_zh_submission_gets_the_same_grade_row_as_the_same_answers_in_english(
     rows = {Path(r.pop("submission")).name: r for r in csv.DictReader(open(out / "grades.csv"))}
     assert rows["full-zh"] == rows["full-en"] and rows["full-en"]["total"] == "100"
     assert rows["partial-zh"] == rows["partial-en"] and rows["partial-en"]["total"] == "40"
+
+
+def test_zh_09_tier_walkthrough_names_the_tiers_in_chinese(capsys):
+    # The walk-through prints tier names where the prose says 设备 / 主机内存; it printed
+    # "device"/"host" (the tuple of names is a string literal the zh edition translates).
+    zh = read_notebook(ROOT / "notebooks" / "zh" / "09_kv_tiers_hot_path.ipynb")
+    source = next(cell_source(c) for c in zh["cells"] if c.get("id") == "nb09-04")
+    exec(compile(source, "nb09-04", "exec"), {})
+    out = capsys.readouterr().out
+    assert "主机内存" in out and "设备" in out
+    assert not re.search(r"\b(device|host|disk)\b", out), out

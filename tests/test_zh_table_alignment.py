@@ -3,7 +3,7 @@
 Python's ``f"{name:<8}"`` and ``str.ljust`` count characters, but a Chinese character takes two
 terminal columns, so a row labelled ``B（再次）`` or ``你的调度器`` pushes every column after it to
 the right of the rows labelled in ASCII. A zh code cell pads a value that may hold Chinese with
-``lab.row`` (kvsched_lab/course/table.py), which counts columns. This test reads each zh
+``lab.row`` or ``lab.pad`` (kvsched_lab/course/table.py), which count columns. This test reads each zh
 notebook's code and flags a width spec or ``ljust``/``rjust``/``center`` applied to a name whose
 value comes (through assignments anywhere in the notebook) from a Chinese string literal.
 A padded field that ends a printed line is left alone: trailing blanks line nothing up.

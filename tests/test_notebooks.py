@@ -473,3 +473,21 @@ def test_no_print_puts_a_space_before_closing_punctuation(path):
     found = [call for cell in code_cells(read_notebook(path))
              for call in spaced_punctuation("\n".join(l for l in cell_source(cell).splitlines() if not l.startswith(("%", "!"))))]
     assert not found, found
+
+
+@pytest.mark.parametrize("folder", ["notebooks", "notebooks/zh"])
+def test_notebook_09_breakeven_table_rows_line_up_with_their_header(folder):
+    """Notebook 09's break-even table (cell nb09-19, pure arithmetic): every row as wide as its header."""
+    import contextlib
+    import io
+
+    import kvsched_lab.course as lab
+    from kvsched_lab.i18n.width import display_width
+
+    nb = read_notebook(next((ROOT / folder).glob("09_*.ipynb")))
+    source = next(cell_source(c) for c in nb["cells"] if c.get("id") == "nb09-19")
+    shown = io.StringIO()
+    with contextlib.redirect_stdout(shown):
+        exec(source, {"lab": lab})
+    header, *rows = shown.getvalue().splitlines()
+    assert rows and {display_width(r) for r in rows} == {display_width(header)}, [header] + rows

@@ -24,6 +24,7 @@ also logs, kernel by kernel, which cells drew a figure and whether it was shown
 """
 from __future__ import annotations
 
+import ast
 import json
 import os
 import re
@@ -444,3 +445,49 @@ def test_notebook_holds_no_reference_solution_line(path):
     leaked = {re.sub(r"\s+", " ", line.strip()) for cell in code_cells(read_notebook(path))
               for line in cell_source(cell).splitlines()} & sol
     assert not leaked, leaked
+
+
+# Closing punctuation (ASCII and full-width) that print's separator would put a space before.
+CLOSING_PUNCTUATION = tuple(")],.;:!?）】，。；：！？、")
+
+
+def spaced_punctuation(source: str):
+    """The print() calls in `source` that pass a string starting with closing punctuation after
+    another argument: print("says:", ok, ")") shows "says: True )", the separator before the ")"."""
+    found = []
+    for node in ast.walk(ast.parse(source)):
+        if isinstance(node, ast.Call) and getattr(node.func, "id", None) == "print":
+            for arg in node.args[1:]:
+                if isinstance(arg, ast.Constant) and isinstance(arg.value, str) and arg.value.startswith(CLOSING_PUNCTUATION):
+                    found.append(ast.get_source_segment(source, node))
+    return found
+
+
+def test_spaced_punctuation_finds_a_separator_before_a_closing_bracket():
+    assert spaced_punctuation('print("(same:", ok, ")")') == ['print("(same:", ok, ")")']
+    assert spaced_punctuation('print(f"(same: {ok})")\nprint("a", "| b")\nprint(").")') == []
+
+
+@pytest.mark.parametrize("path", NOTEBOOKS + ZH_NOTEBOOKS, ids=lambda p: p.relative_to(ROOT / "notebooks").as_posix())
+def test_no_print_puts_a_space_before_closing_punctuation(path):
+    found = [call for cell in code_cells(read_notebook(path))
+             for call in spaced_punctuation("\n".join(l for l in cell_source(cell).splitlines() if not l.startswith(("%", "!"))))]
+    assert not found, found
+
+
+@pytest.mark.parametrize("folder", ["notebooks", "notebooks/zh"])
+def test_notebook_09_breakeven_table_rows_line_up_with_their_header(folder):
+    """Notebook 09's break-even table (cell nb09-19, pure arithmetic): every row as wide as its header."""
+    import contextlib
+    import io
+
+    import kvsched_lab.course as lab
+    from kvsched_lab.i18n.width import display_width
+
+    nb = read_notebook(next((ROOT / folder).glob("09_*.ipynb")))
+    source = next(cell_source(c) for c in nb["cells"] if c.get("id") == "nb09-19")
+    shown = io.StringIO()
+    with contextlib.redirect_stdout(shown):
+        exec(source, {"lab": lab})
+    header, *rows = shown.getvalue().splitlines()
+    assert rows and {display_width(r) for r in rows} == {display_width(header)}, [header] + rows

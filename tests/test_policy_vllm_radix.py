@@ -445,17 +445,28 @@ def test_without_both_rules_the_tree_decides_as_vllm_on_chained_ids(seed, num_re
     assert evictions[0] == evictions[1] and set(radix.entries) == set(vllm.entries)
 
 
-def test_notebook_06_figure_sentence_vllm_and_radix_each_near_lru_but_not_one_curve():
-    # notebook 06, after the hit-rate figure: "`vllm` and `radix` draw curves of their own, each
-    # within half a point of `lru`" (it said radix drew exactly the vllm curve: false on this trace).
-    # The two large capacities, where notebook 06's rank table shows the widest gaps.
+def test_notebook_06_words_radix_vllm_and_lru_as_the_replays_rank_them():
+    """Notebook 06's text on the conversation trace's curves (cell nb06-15) says what the replays give.
+
+    Each claim it makes is checked against the five capacities of its sweep, at the rank table's
+    rounding (0.1 point): the radix curve coincides with vllm's only if the text says so.
+    """
+    from kvsched_lab.notebook_files import cell_source, read_notebook
     from kvsched_lab.sim.replay import replay
     from kvsched_lab.sim.traces import load_trace, resolve_trace, sort_by_arrival
 
-    requests = sort_by_arrival(load_trace(resolve_trace("conversation")))
-    rates = {(name, cap): replay(requests, name, cap).prefix_hit_rate
-             for name in ("lru", "vllm", "radix") for cap in (8000, 16000)}
-    curve = {name: [v for (n, _), v in sorted(rates.items()) if n == name] for name in ("lru", "vllm", "radix")}
-    assert curve["vllm"] != curve["radix"]
-    for name in ("vllm", "radix"):
-        assert max(abs(a - b) for a, b in zip(curve[name], curve["lru"])) < 0.005, name
+    try:
+        requests = sort_by_arrival(load_trace(resolve_trace("conversation")))
+    except FileNotFoundError:
+        pytest.skip("the Mooncake conversation trace is not in this install")
+    nb = read_notebook(Path(__file__).resolve().parents[1] / "notebooks" / "06_capstone.ipynb")
+    text = next(cell_source(c) for c in nb["cells"] if c.get("id") == "nb06-15")
+    capacities = [1000, 2000, 4000, 8000, 16000]
+    points = {name: [round(100 * replay(requests, name, cap).prefix_hit_rate, 1) for cap in capacities]
+              for name in ("lru", "vllm", "radix")}
+    gap = {name: [round(a - b, 1) for a, b in zip(points[name], points["lru"])] for name in ("vllm", "radix")}
+    assert ("`radix` exactly the `vllm`" in text) == (points["radix"] == points["vllm"]), points
+    assert "`vllm` stays within a tenth of a point of `lru` at every size" in text
+    assert max(map(abs, gap["vllm"])) <= 0.1, gap
+    assert "`radix` within half a point, a little below it from 8,000 blocks on" in text
+    assert max(map(abs, gap["radix"])) <= 0.5 and all(g < 0 for g in gap["radix"][3:]), gap

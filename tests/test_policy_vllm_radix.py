@@ -470,3 +470,14 @@ def test_notebook_06_words_radix_vllm_and_lru_as_the_replays_rank_them():
     assert max(map(abs, gap["vllm"])) <= 0.1, gap
     assert "`radix` within half a point, a little below it from 8,000 blocks on" in text
     assert max(map(abs, gap["radix"])) <= 0.5 and all(g < 0 for g in gap["radix"][3:]), gap
+
+
+@pytest.mark.parametrize("refresh", [True, False])
+def test_the_leaf_heap_files_a_leaf_again_only_when_its_time_changed(refresh):
+    """A split's unread tail is filed again only when the match gave it a new time: with
+    ``refresh_split_tail=False`` its record is still current, and a second one would be a duplicate."""
+    radix = RadixPolicy(10, refresh_split_tail=refresh)
+    for ids in chained(random.Random(0), 200):
+        radix.replay_requests([ids], 1)
+        records = [(a, s) for a, s, n in radix.leaf_heap if n in radix.evictable and n.access == a]
+        assert len(records) == len(set(records)) == len(radix.evictable)

@@ -232,7 +232,7 @@ class RadixPolicy(Policy):
             matched += length
             node = self._split(child, length) if length < len(blocks) else child
             if node is not child:
-                if child in self.evictable:  # the unread tail, still a leaf, has a new access time
+                if child.access != before and child in self.evictable:  # the unread tail's new time
                     self._file(child)
                 break
         self._matched = matched

@@ -30,6 +30,7 @@ from kvsched_lab.sim.scheduler import TODO_METHODS
 sys.path.insert(0, str(Path(__file__).parent / "grading_cases"))
 import variants as v  # noqa: E402
 
+ROOT = Path(__file__).resolve().parents[1]
 TODOS = list(TODO_METHODS)
 STUBS = known_stubs()
 # Notebooks of the shapes a careless export or a hostile student produces (before: AttributeError/TypeError).
@@ -253,3 +254,48 @@ def test_force_replaces_an_earlier_run_and_names_are_relative(tmp_path, capsys):
     (out / "notes.txt").write_text("mine")
     assert grade_main([str(tmp_path / "class"), "--out", str(out), "--force", "--no-sandbox"]) == 2, \
         "--force never removes files it did not write"
+
+
+# ------------------------------------------------------------------ kernels side by side
+KERNEL_TRANSPORT_CELL = """import json, os
+from ipykernel import get_connection_info
+info = json.loads(get_connection_info())
+open("transport.json", "w").write(json.dumps(info))
+assert info["transport"] == "ipc" and os.path.isabs(info["ip"]), info
+"""
+
+
+def test_grading_kernels_talk_over_unix_sockets_of_their_own(tmp_path):
+    """Before: nbval's kernels took TCP ports that jupyter_client had bound and released; a job
+    running beside it took one in between and the kernel died before replying (CI: "Kernel died
+    before replying to kernel_info"), which the grader reads as the learner's code killing it."""
+    import nbformat
+
+    from kvsched_lab.grading.nbrun import run_nbval
+
+    nbformat.write(nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell(KERNEL_TRANSPORT_CELL)]),
+                   str(tmp_path / "t.ipynb"))
+    outcomes, tail = run_nbval([tmp_path / "t.ipynb"], tmp_path, ROOT, cell_timeout=60, wall_timeout=120)
+    assert outcomes == {"t.ipynb::Cell 0": ("passed", "")}, tail
+    ip = json.loads((tmp_path / "transport.json").read_text())["ip"]
+    assert not Path(ip).parent.exists(), "the sockets' folder outlives the run"
+
+
+def test_a_socket_folder_too_long_for_an_address_keeps_tcp(monkeypatch, tmp_path):
+    import tempfile
+
+    import nbval.kernel
+
+    from kvsched_lab.grading.nbrun import IpcKernels
+
+    original = nbval.kernel.KernelManager
+    for parent, ipc in ((tmp_path / ("x" * 120), False), (tmp_path, True)):
+        parent.mkdir(exist_ok=True)
+        monkeypatch.setattr(tempfile, "tempdir", str(parent))
+        plugin = IpcKernels()
+        plugin.pytest_sessionstart()
+        try:
+            assert (nbval.kernel.KernelManager is not original) == ipc, parent
+        finally:
+            plugin.pytest_sessionfinish()
+        assert nbval.kernel.KernelManager is original and not Path(plugin.folder).exists()

@@ -86,8 +86,14 @@ from pathlib import Path
 
 import pytest
 
+from kvsched_lab.grading.nbrun import IpcKernels
+
 OUT = Path(__file__).parent / "nbval_results.jsonl"
 OUTPUTS = Path(__file__).parent / "zh_outputs.jsonl"
+
+
+def pytest_configure(config):
+    config.pluginmanager.register(IpcKernels())  # three runs side by side: no TCP port races
 
 
 def pytest_runtest_logreport(report):
@@ -240,6 +246,18 @@ def _graded_check_cells(nb):
 
 
 # --------------------------------------------------------------------------- executed
+
+
+def test_the_runs_kernels_use_unix_sockets(tmp_path):
+    """Before: three runs side by side started kernels on TCP ports, and one died on a port another
+    run had taken ("Kernel died before replying to kernel_info", a CI failure)."""
+    import nbformat
+
+    nb = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell(
+        "import json\nfrom ipykernel import get_connection_info\n"
+        "assert json.loads(get_connection_info())['transport'] == 'ipc'")])
+    run = Run(tmp_path / "run", {"transport.ipynb": nb}).wait()
+    assert run.proc.returncode == 0 and not run.failed_cells(), run.output[-2000:]
 
 
 @pytest.mark.parametrize("edition", ["filled", "filled_zh"])

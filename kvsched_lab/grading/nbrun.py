@@ -24,6 +24,7 @@ import signal
 import stat
 import subprocess
 import sys
+import tempfile
 import time
 from pathlib import Path
 from typing import Callable, Dict, List, Optional, Tuple
@@ -145,6 +146,43 @@ class _Recorder:
                 f.write(notebook + "\n")
 
 
+class IpcKernels:
+    """pytest plugin: nbval's kernels talk over Unix sockets in a private folder, not TCP ports.
+
+    jupyter_client picks a kernel's five TCP ports by binding and releasing them; until the kernel
+    binds them again, any other process (a parallel grading job, its kernels and their clients) can
+    take one, and the kernel dies before it answers ("Kernel died before replying to kernel_info"),
+    which would read as the learner's code killing it. Socket files in a folder of our own cannot be
+    taken. A folder whose path is too long for a socket address keeps TCP."""
+
+    MAX_SOCKET_PATH = 100  # bytes; Linux allows 107 in a Unix socket address, ``-N`` is appended
+
+    def __init__(self) -> None:
+        self.folder, self.replaced = "", None
+
+    def pytest_sessionstart(self) -> None:
+        import nbval.kernel
+        from jupyter_client.manager import KernelManager
+
+        self.folder = tempfile.mkdtemp(prefix="kvk-")
+        ip = os.path.join(self.folder, "k")
+        if len(ip.encode()) + 4 > self.MAX_SOCKET_PATH:
+            return
+
+        class IpcKernelManager(KernelManager):
+            def __init__(self, **kwargs) -> None:  # noqa: ANN003 - KernelManager's traits
+                super().__init__(transport="ipc", ip=ip, **kwargs)
+
+        self.replaced, nbval.kernel.KernelManager = nbval.kernel.KernelManager, IpcKernelManager
+
+    def pytest_sessionfinish(self) -> None:
+        import nbval.kernel
+
+        if self.replaced is not None:
+            nbval.kernel.KernelManager, self.replaced = self.replaced, None
+        shutil.rmtree(self.folder, ignore_errors=True)
+
+
 def _pytest_args(notebooks: List[str], cell_timeout: float) -> List[str]:
     return notebooks + [
         "-p", "nbval.plugin", "-p", "no:cacheprovider", "--nbval-lax", "-q", "-rN", "--color=no",
@@ -188,7 +226,7 @@ def box_main(inputs: Path, box: Path, lib: Path) -> int:
 
     recorder = _Recorder()
     code = pytest.main(_pytest_args(["grading.ipynb"], float(spec["cell_timeout"])) + ["--rootdir", str(box)],
-                       plugins=[recorder])
+                       plugins=[recorder, IpcKernels()])
     results = {todo: _read_capped(box / f"{spec['nonce']}.{todo}.json", RESULT_FILE_CAP) for todo in spec["todos"]}
     tail = (_read_capped(box / "pytest.log", 1 << 24) or "")[-4000:]
     line = json.dumps({"outcomes": recorder.outcomes, "results": results, "tail": tail, "code": int(code)})
@@ -203,7 +241,7 @@ def main(argv: List[str]) -> int:
     import pytest
 
     recorder = _Recorder(_progress_path(Path(report)))
-    code = pytest.main(args, plugins=[recorder])
+    code = pytest.main(args, plugins=[recorder, IpcKernels()])
     Path(report).write_text(json.dumps(recorder.outcomes), encoding="utf-8")
     return int(code)
 

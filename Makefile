@@ -66,8 +66,11 @@ crosscheck-deps: setup
 	  || $(BIN)/python -m pip install -q --timeout 30 -e ".[crosscheck]" >/dev/null 2>&1 \
 	  || echo "note: libcachesim not installed (tests/test_crosscheck_libcachesim.py is skipped)"
 
+# Two workers, each taking whole test files (a file's module fixtures run once): the notebook runs
+# and the grading batches wait on kernels and sandboxes, which the other worker's tests fill.
+TEST_WORKERS ?= 2
 test: setup system-deps crosscheck-deps
-	$(BIN)/python -m pytest tests
+	$(BIN)/python -m pytest tests -n $(TEST_WORKERS) --dist loadfile
 
 # Mutation testing, slow and not part of `make test` (docs/testing.md). MODULE=kvsched_lab/kv/engine.py
 # (or several, space-separated) runs only those; ARGS="--max-children 2" etc. go to tools/mutation.py.

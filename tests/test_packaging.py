@@ -55,10 +55,12 @@ def test_ci_runs_the_whole_suite_and_fails_when_it_fails():
     # `set -e` stops at the first failing command, and `make test` is a command, not a comment.
     assert any(c.startswith("set ") and "e" in c.split()[1] for c in commands)
     assert "make test" in commands
-    # What `make test` runs (a dry run): pytest over the whole tests folder, nothing deselected.
+    # What `make test` runs (a dry run): pytest over the whole tests folder, nothing deselected, on
+    # xdist workers that each take whole files (so a file's module fixtures run once).
     dry = subprocess.run(["make", "-n", "test"], cwd=ROOT, capture_output=True, text=True, check=True).stdout
     pytest_lines = [line for line in dry.splitlines() if "-m pytest" in line]
-    assert len(pytest_lines) == 1 and pytest_lines[0].split("-m pytest", 1)[1].split() == ["tests"]
+    assert len(pytest_lines) == 1 and pytest_lines[0].split("-m pytest", 1)[1].split() == [
+        "tests", "-n", "2", "--dist", "loadfile"]
 
 
 def test_the_crosscheck_extra_pins_the_libcachesim_the_tests_compare_with():

@@ -50,8 +50,11 @@ _REPO_TEST_TARGET = (
     '\t  || $(BIN)/python -m pip install -q --timeout 30 -e ".[crosscheck]" >/dev/null 2>&1 \\\n'
     '\t  || echo "note: libcachesim not installed (tests/test_crosscheck_libcachesim.py is skipped)"\n'
     '\n'
+    '# Two workers, each taking whole test files (a file\'s module fixtures run once): the notebook runs\n'
+    '# and the grading batches wait on kernels and sandboxes, which the other worker\'s tests fill.\n'
+    'TEST_WORKERS ?= 2\n'
     'test: setup system-deps crosscheck-deps\n'
-    '\t$(BIN)/python -m pytest tests\n'
+    '\t$(BIN)/python -m pytest tests -n $(TEST_WORKERS) --dist loadfile\n'
 )
 _STUDENT_TARGETS = """check: setup
 \t$(BIN)/python -m kvsched_lab.cli.selfcheck notebooks

@@ -66,8 +66,8 @@ crosscheck-deps: setup
 	  || $(BIN)/python -m pip install -q --timeout 30 -e ".[crosscheck]" >/dev/null 2>&1 \
 	  || echo "note: libcachesim not installed (tests/test_crosscheck_libcachesim.py is skipped)"
 
-# Two workers, each taking whole test files (a file's module fixtures run once): the notebook runs
-# and the grading batches wait on kernels and sandboxes, which the other worker's tests fill.
+# Two workers, each taking whole test files (a file's module fixtures run once). Run alone, the
+# grading tests leave a third of two cores idle while sandboxes start and stop; the other fills it.
 TEST_WORKERS ?= 2
 test: setup system-deps crosscheck-deps
 	$(BIN)/python -m pytest tests -n $(TEST_WORKERS) --dist loadfile

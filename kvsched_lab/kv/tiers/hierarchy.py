@@ -101,6 +101,9 @@ class TierHierarchy:
         self._one_tier_down = type(rule).on_evict is PlacementRule.on_evict
         self.record_steps = record_steps
         self._entries = [p.entries for p in policies]
+        self._lower = list(enumerate(self._entries))[DEVICE + 1:]  # (tier, entries) below the device
+        # The device is touched with the request's structure where its policy reads it (GDSF's depth).
+        self._device_in_request = getattr(policies[DEVICE], "touch_in_request", None)
         self.touches: Dict[Hashable, int] = {}  # key -> requests that touched it (BlockInfo.hits)
         self._log_pos = [len(p.log) for p in policies]
         self._steps: List[Step] = []
@@ -158,23 +161,25 @@ class TierHierarchy:
 
     def _touch(self, key: Hashable, at_arrival: Optional[int], loaded: bool, last: bool) -> None:
         """Touch one key of the request; `at_arrival`: the tier it was in when the request arrived."""
-        self.touches[key] = self.touches.get(key, 0) + 1
-        below = [t for t in range(1, self.num_tiers) if key in self.policies[t].entries]
+        touches = self.touches
+        touches[key] = touches.get(key, 0) + 1
+        below = [tier for tier, entries in self._lower if key in entries]
         came_from = None
-        # A key on the device at arrival that an earlier key of this request pushed down is still
-        # in the request's own block: nothing to copy up, the device takes that block back.
-        if key not in self.policies[DEVICE].entries and below and at_arrival != DEVICE:
-            if loaded:
-                came_from = below[0]
-                self.stats.moves[came_from, DEVICE] += 1
-            else:
-                self.stats.recomputed_with_copy += 1
-        if below and self.rule.exclusive and key not in self.policies[DEVICE].entries:
-            for tier in below:  # it goes up: exclusive tiers keep one copy
-                self._discard(tier, key)
-        elif below:
-            for tier in below:  # inclusive: the lower copies are used too (their policies see a hit)
-                self._policy_touch(tier, key)
+        if below and key not in self._entries[DEVICE]:
+            # A key on the device at arrival that an earlier key of this request pushed down is still
+            # in the request's own block: nothing to copy up, the device takes that block back.
+            if at_arrival != DEVICE:
+                if loaded:
+                    came_from = below[0]
+                    self.stats.moves[came_from, DEVICE] += 1
+                else:
+                    self.stats.recomputed_with_copy += 1
+            if self.rule.exclusive:
+                for tier in below:  # it goes up: exclusive tiers keep one copy
+                    self._discard(tier, key)
+                below = []
+        for tier in below:  # inclusive: the lower copies are used too (their policies see a hit)
+            self._policy_touch(tier, key)
         for op, event_key in self._policy_touch(DEVICE, key, last=last):
             if op == EVICT:
                 self._left(event_key, DEVICE, data_at=DEVICE)
@@ -227,9 +232,8 @@ class TierHierarchy:
 
     def _policy_touch(self, tier: int, key: Hashable, last: bool = False) -> Iterable[Tuple[str, Hashable]]:
         policy = self.policies[tier]
-        touch_in_request = getattr(policy, "touch_in_request", None)
-        if tier == DEVICE and touch_in_request is not None:
-            touch_in_request(key, 1, self._depth, last)
+        if tier == DEVICE and self._device_in_request is not None:
+            self._device_in_request(key, 1, self._depth, last)
         else:
             policy.touch(key, 1)
         log, start = policy.log, self._log_pos[tier]

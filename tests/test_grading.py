@@ -469,7 +469,8 @@ sys.path.insert(0, {launcher_dir!r})
 import kernel_launcher
 sys.path.pop(0)
 kernel_launcher.isolate({bundle!r})
-os.environ["KVSCHED_ANSWERS"] = tempfile.mkdtemp()
+_answers = tempfile.TemporaryDirectory()  # removed when the probe exits
+os.environ["KVSCHED_ANSWERS"] = _answers.name
 import kvsched_lab.course as lab
 from kvsched_lab.cli import bench_policies
 from kvsched_lab.course import leaderboard, plots, widgets

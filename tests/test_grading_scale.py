@@ -183,7 +183,9 @@ def test_a_killed_batch_resumes_to_the_same_bytes(single, capfd):
     """A batch killed (SIGKILL) midway keeps what it journalled; --resume grades only the rest and writes
     the same grades.csv, feedback and manifest as the uninterrupted run."""
     out = single["base"] / "killed"
-    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    # A killed batch cannot remove its work folder: it goes to a temporary folder of this test's.
+    (single["base"] / "killed-tmp").mkdir()
+    env = {**os.environ, "PYTHONPATH": str(ROOT), "TMPDIR": str(single["base"] / "killed-tmp")}
     proc = subprocess.Popen([sys.executable, "-m", "kvsched_lab", "grade", str(single["class"]), "--out", str(out),
                              "--jobs", "1", *ARGS], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
                             start_new_session=True, env=env, cwd=ROOT)

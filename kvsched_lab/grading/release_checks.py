@@ -179,7 +179,8 @@ def setup_cell_urls(bundle: Path, repo_url: str) -> List[str]:
 
 _INSTALLED_PROBE = """
 import contextlib, io, json, os, tempfile
-os.environ["KVSCHED_ANSWERS"] = tempfile.mkdtemp()
+_answers = tempfile.TemporaryDirectory()  # removed when the probe exits
+os.environ["KVSCHED_ANSWERS"] = _answers.name
 out = {}
 for name in ("solutions", "kvsched_lab.grading"):
     try:

@@ -23,7 +23,7 @@ from collections import OrderedDict
 from typing import Hashable, Iterable, List, Optional, Sequence, Tuple
 
 from kvsched_lab.sim.events import ADD, EVICT, REUSE
-from kvsched_lab.sim.policies.base import Policy
+from kvsched_lab.sim.policies.base import Policy, prefix_hits
 
 
 class ARCPolicy(Policy):
@@ -121,6 +121,7 @@ class ARCPolicy(Policy):
         if any(size != bytes_ for part in lists for size in part.values()):
             return super()._replay(hash_id_lists, bytes_)
         entries, t1, t2, b1, b2 = self.entries, *lists
+        contains = entries.__contains__
         oldest_t2, forget_b1, forget_b2, refresh = t2.popitem, b1.popitem, b2.popitem, t2.move_to_end
         emit = self.log.append_event
         add, evict, reuse = ADD, EVICT, REUSE  # locals: faster than globals in the loop
@@ -129,12 +130,7 @@ class ARCPolicy(Policy):
         out: List[int] = []
         try:
             for ids in hash_id_lists:
-                n = 0  # the request's prefix hits: read before its first touch changes anything
-                for key in ids:
-                    if key not in entries:
-                        break
-                    n += 1
-                out.append(n)
+                out.append(prefix_hits(contains, ids))
                 for key in ids:
                     time += 1
                     if key in entries:  # case I

@@ -27,7 +27,7 @@ from kvsched_lab.grading.leases import UidLease, lease_uids
 from kvsched_lab.grading.journal import Header, Journal, files_digest, open_journal
 from kvsched_lab.grading.manifest import Manifest, write_class
 from kvsched_lab.grading.overrides import Override
-from kvsched_lab.grading.progress import BatchProgress
+from kvsched_lab.grading.progress import BatchProgress, is_failure
 from kvsched_lab.grading.shards import Shard, shard_members
 from kvsched_lab.grading.stamp import current_stamp
 from kvsched_lab.grading.submissions import Submission, load
@@ -89,7 +89,8 @@ def grade_submissions(paths: Sequence[str], out: Optional[Path] = None, timeout:
             if prior is not None:
                 grades[k] = prior
         todo = [k for k in range(len(subs)) if k not in grades]
-        shown = BatchProgress(len(subs), len(grades), progress) if progress is not None else None
+        shown = (BatchProgress(len(subs), len(grades), progress, sum(map(is_failure, grades.values())))
+                 if progress is not None else None)
         lib = build_library(base / "lib") if todo else base
         slots: "queue.Queue[int]" = queue.Queue()
         for slot in range(max(1, jobs)):

@@ -72,7 +72,8 @@ def test_an_overridden_todo_shows_its_final_points_and_a_corrected_badge():
         text = feedback_text(g, lang, corrections=overrides)
         page = render(text, lang)
         score = page.split('<h2 id="todo-score">')[1].split("</h2>")[0]
-        assert f">{corrected}</span>" in score and "20 / 20" in score and "18 / 20" not in score, (lang, score)
+        assert f'style="background:#0969da">{corrected}</span>' in score, (lang, score)
+        assert "20 / 20" in score and "18 / 20" not in score, (lang, score)
         heap = page.split('<h2 id="todo-heap">')[1].split("</h2>")[0]
         assert f">{failed}</span>" in heap and "12 / 20" in heap, "a TODO without an override keeps its verdict"
     assert "As graded: failed, 18/20" in feedback_text(g, "en", corrections=overrides)

@@ -24,7 +24,7 @@ _TODO_HEAD = re.compile(r"^## (?P<todo>\w+) ?[(（](?P<method>\w+)[)）][:：] ?
                         r"(?P<points>\d+)/(?P<max>\d+)(?: 分)?$")
 _INLINE_CODE = re.compile(r"`([^`]+)`")
 STATUS_COLOURS = {"passed": "#1a7f37", "failed": "#b35900", "not attempted": "#57606a", "error": "#cf222e",
-                  "timed out": "#8250df"}
+                  "timed out": "#8250df", "corrected": "#0969da"}
 STYLE = """
 body { font: 15px/1.5 system-ui, "Noto Sans", "PingFang SC", "Microsoft YaHei", sans-serif; max-width: 52em;
        margin: 2em auto; padding: 0 1em; color: #1f2328; }

@@ -112,3 +112,17 @@ def test_class_outputs_are_readable_per_the_umask_like_the_figures(tmp_path, mas
     assert {p.suffix for p in files} >= {".csv", ".html", ".md", ".png", ".json", ".txt"}
     modes = {str(p.relative_to(out)): oct(stat.S_IMODE(p.stat().st_mode)) for p in files}
     assert set(modes.values()) == {oct(mode)}, modes
+
+
+def test_report_on_an_older_details_file_says_regrade_instead_of_crashing(tmp_path, capsys):
+    import json
+
+    from kvsched_lab.grading.report import report_main
+
+    out = tmp_path / "out"
+    write_reports([_grade("c/ann.py", {})], out)
+    data = json.loads((out / "details.json").read_text())
+    del data["rows"][0]["feedback"]  # as kvsched wrote it before rows named their feedback file
+    (out / "details.json").write_text(json.dumps(data))
+    assert report_main([str(out)]) == 2
+    assert "regrade the class" in capsys.readouterr().err

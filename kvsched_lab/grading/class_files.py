@@ -20,7 +20,7 @@ from typing import Any, Dict, List, Sequence
 from kvsched_lab.grading.overrides import HEADER, Override, resolve
 from kvsched_lab.grading.writers import atomic_write, bounded, csv_cell, encoded
 
-FORMULA_START = ("=", "+", "-", "@", "\t", "\r")
+DETAIL_KEYS = {"submission", "total", "status", "error", "elapsed_s", "feedback", "review", "todos", "sources"}
 
 
 def match_row(names: Sequence[str], name: str) -> str:
@@ -72,6 +72,10 @@ def read_details(out: Path) -> List[Dict[str, Any]]:
     data = json.loads(path.read_text(encoding="utf-8"))
     if not isinstance(data, dict) or not isinstance(data.get("rows"), list):
         raise ValueError(f"{path} is not a details file written by kvsched grade")
+    for row in data["rows"]:
+        if not isinstance(row, dict) or not DETAIL_KEYS <= set(row):
+            raise ValueError(f"{path} lacks what this kvsched's report reads (written by an older one?): regrade "
+                             "the class, or kvsched grade --resume into it")
     return data["rows"]
 
 

@@ -11,13 +11,14 @@ from urllib.parse import unquote
 
 import pytest
 
-from kvsched_lab.grading import export, grade_main
-from kvsched_lab.grading.feedback_html import render
-from kvsched_lab.grading.grade import feedback_text, write_reports
-from kvsched_lab.grading.overrides import parse_overrides
-from kvsched_lab.grading.report import write_report
-from kvsched_lab.grading.submissions import UNTAGGED
-from kvsched_lab.grading.verdict import REPO, TodoGrade
+from kvsched_lab.grading import grade_main
+from kvsched_lab.grading.classroom import export
+from kvsched_lab.grading.classroom.feedback_html import render
+from kvsched_lab.grading.batch.grade import feedback_text, write_reports
+from kvsched_lab.grading.classroom.overrides import parse_overrides
+from kvsched_lab.grading.classroom.report import write_report
+from kvsched_lab.grading.judging.submissions import UNTAGGED
+from kvsched_lab.grading.judging.verdict import REPO, TodoGrade
 
 sys.path.insert(0, str(Path(__file__).parent / "grading_cases"))
 sys.path.insert(0, str(Path(__file__).parent))
@@ -117,7 +118,7 @@ def test_class_outputs_are_readable_per_the_umask_like_the_figures(tmp_path, mas
 def test_report_on_an_older_details_file_says_regrade_instead_of_crashing(tmp_path, capsys):
     import json
 
-    from kvsched_lab.grading.report import report_main
+    from kvsched_lab.grading.classroom.report import report_main
 
     out = tmp_path / "out"
     write_reports([_grade("c/ann.py", {})], out)

@@ -12,8 +12,8 @@ from pathlib import Path
 
 import pytest
 
-from kvsched_lab.grading import export, extensions, late
-from kvsched_lab.grading.grade import write_reports
+from kvsched_lab.grading.classroom import export, extensions, late
+from kvsched_lab.grading.batch.grade import write_reports
 
 sys.path.insert(0, str(Path(__file__).parent))
 from test_class_tools import _grade, _roster  # noqa: E402

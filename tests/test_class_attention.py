@@ -127,3 +127,17 @@ def test_report_on_an_older_details_file_says_regrade_instead_of_crashing(tmp_pa
     (out / "details.json").write_text(json.dumps(data))
     assert report_main([str(out)]) == 2
     assert "regrade the class" in capsys.readouterr().err
+
+
+def test_the_two_attempts_reason_matches_the_note_the_loader_writes(tmp_path):
+    """attention.py recognises the loader's own review note (not a hand-written copy of its words)."""
+    from kvsched_lab.grading.classroom.attention import TWO_ATTEMPTS
+    from kvsched_lab.grading.judging.stubs import known_stubs
+    from kvsched_lab.grading.judging.submissions import load
+
+    layout = {**v.LAYOUT, "05_snapshot (copy).ipynb": ["snapshot"]}
+    folder = v.write_series(tmp_path / "ann", dict(v.REF), layout=layout)
+    other = v.ALTERNATIVES["snapshot"][0]
+    v.write_series(tmp_path / "ann", {**v.REF, "snapshot": other}, layout={"05_snapshot.ipynb": ["snapshot"]})
+    sub = load("ann", folder, known_stubs(REPO / "notebooks"))
+    assert [r for r in sub.review if TWO_ATTEMPTS in r], sub.review

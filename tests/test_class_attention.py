@@ -66,6 +66,16 @@ def test_report_names_every_row_to_look_at_with_a_link_to_its_feedback(tmp_path)
     assert "broken" not in mistakes and "```" not in mistakes and "First difference" not in mistakes
 
 
+def test_a_mistake_failing_many_families_is_summed_up_and_lists_them_on_request(tmp_path):
+    many = ["chapter example", "random sequences", "ties in priority", "precision", "tiny capacities"]
+    grades = [_grade(f"c/s{k}.py", {"heap": 0}, many) for k in range(2)] + [_grade("c/t.py", {"heap": 5}, many[:2])]
+    write_reports(grades, tmp_path / "out")
+    mistakes = write_report(tmp_path / "out").read_text().split("Most common mistakes</h2>")[1].split("</table>")[0]
+    assert ("<td>heap</td><td><details><summary>fails 5 families</summary>chapter example; random sequences; ties in "
+            "priority; precision; tiny capacities</details></td><td>2</td>") in mistakes, mistakes
+    assert "<td>heap</td><td>fails chapter example; random sequences</td><td>1</td>" in mistakes
+
+
 def test_an_overridden_todo_shows_its_final_points_and_a_corrected_badge():
     g = _grade("c/ann.py", {"score": 18, "heap": 12}, ["precision"])
     overrides = parse_overrides(HEAD + "ann.py,score,20,the precision case contradicts the notebook\n")

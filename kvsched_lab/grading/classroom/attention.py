@@ -18,6 +18,7 @@ from kvsched_lab.sim.scheduler import TODO_METHODS
 
 TWO_ATTEMPTS = "different attempts"  # the words of a review note on a TODO tagged twice (submissions.py)
 MAX_EXAMPLES = 8  # learners named per mistake (the count is always whole)
+FEW = 3  # families named in a mistake's summary; more are counted (the report lists them all below it)
 
 
 @dataclass
@@ -41,10 +42,11 @@ class Mistake:
 
     @property
     def what(self) -> str:
-        fams = "; ".join(self.families)
+        """In a few words: ``fails precision; ties``, ``timed out (fails ties)``, ``fails 11 families``."""
+        fams = "; ".join(self.families) if len(self.families) <= FEW else f"{len(self.families)} families"
         if self.status == "failed":
-            return f"fails {fams}" if fams else "fails"
-        return f"{self.status} ({'fails ' + fams if fams else 'no case passed'})"
+            return f"fails {fams}" if self.families else "fails"
+        return f"{self.status} ({'fails ' + fams if self.families else 'no case passed'})"
 
 
 def needs_attention(rows: Sequence[Dict[str, str]], details: Sequence[dict]) -> List[Attention]:

@@ -24,7 +24,7 @@ from typing import Dict, List, Optional, Sequence
 from urllib.parse import quote
 
 from kvsched_lab.grading.classroom import similarity
-from kvsched_lab.grading.classroom.attention import MAX_EXAMPLES, common_mistakes, needs_attention
+from kvsched_lab.grading.classroom.attention import FEW, MAX_EXAMPLES, common_mistakes, needs_attention
 from kvsched_lab.grading.classroom.class_files import read_details
 from kvsched_lab.grading.learner.writers import atomic_write
 from kvsched_lab.grading.judging.verdict import POINTS
@@ -127,7 +127,9 @@ def _mistakes_section(details: Sequence[dict]) -> List[str]:
     for m in mistakes:
         who = ", ".join(_feedback_link(s, f) for s, f in m.learners[:MAX_EXAMPLES])
         more = f" and {len(m.learners) - MAX_EXAMPLES} more" if len(m.learners) > MAX_EXAMPLES else ""
-        out.append(f"<tr><td>{_e(m.todo)}</td><td>{_e(m.what)}</td><td>{len(m.learners)}</td><td>{who}{more}</td></tr>")
+        what = (f"<details><summary>{_e(m.what)}</summary>{_e('; '.join(m.families))}</details>"
+                if len(m.families) > FEW else _e(m.what))
+        out.append(f"<tr><td>{_e(m.todo)}</td><td>{what}</td><td>{len(m.learners)}</td><td>{who}{more}</td></tr>")
     return out + ["</table>"]
 
 

@@ -267,10 +267,12 @@ def test_statuses_and_feedback_say_what_happened(batch):
     assert "printed" in _feedback(batch, "noisy.py")
     assert "defines no class KVCacheSchedulerSim (it defines KVSim)" in _feedback(batch, "renamed.py")
     cheats = rows["cheats.py"]["status"]
-    assert "review:" in cheats and "imports solutions" in cheats and "imports kvsched_lab.grading.judging.compare" in cheats
+    assert "review:" in cheats and "imports solutions" in cheats
+    assert "imports kvsched_lab.grading.judging.compare" in cheats
     assert "solutions/scheduler.py" in cheats, "the audit hook reports the open outside the learner's paths"
     text = _feedback(batch, "cheats.py")
-    assert "No module named 'solutions'" in text and "No module named 'kvsched_lab.grading.judging.compare'" in text
+    # the box holds no room of grading/ but kernel/: the import fails at the room
+    assert "No module named 'solutions'" in text and "No module named 'kvsched_lab.grading.judging'" in text
     assert "No such file" in text  # the reference is not next to the kernel's kvsched_lab
     assert all(r["status"].endswith("unsandboxed") == bool(SANDBOX_ARGS) for r in rows.values())
 

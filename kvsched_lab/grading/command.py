@@ -22,7 +22,7 @@ from kvsched_lab.grading.batch import grade_submissions
 from kvsched_lab.grading.class_commands import COMMANDS, plan
 from kvsched_lab.grading.intake import discover
 from kvsched_lab.grading.journal import JOURNAL
-from kvsched_lab.grading.leases import BLOCK
+from kvsched_lab.grading.leases import BLOCK, LeaseError
 from kvsched_lab.grading.merge import merge_main
 from kvsched_lab.grading.regrade import regrade
 from kvsched_lab.grading.shards import parse_shard
@@ -180,6 +180,9 @@ def grade_main(argv: Optional[List[str]] = None) -> int:
                                    resume=args.resume, progress=sys.stderr, overrides=overrides, learners=learners)
     except ValueError as e:  # a journal that cannot be resumed, a class a regrade cannot join: before any grading
         print(f"kvsched grade: {e}", file=sys.stderr)
+        return 2
+    except LeaseError as e:  # every block of sandbox uids held, or an unsafe lease folder: before any grading
+        print(f"kvsched grade: cannot lease sandbox uids: {e}", file=sys.stderr)
         return 2
     width = min(40, max([len(bounded(g.submission)) for g in grades] + [10]))
     for g in grades:

@@ -34,8 +34,8 @@ from typing import Iterator
 import pytest
 
 from kvsched_lab.grading import grade_main
-from kvsched_lab.grading.leases import BLOCKS, lease_uids
-from kvsched_lab.grading.sandbox import probe
+from kvsched_lab.grading.box.leases import BLOCKS, lease_uids
+from kvsched_lab.grading.box.sandbox import probe
 
 sys.path.insert(0, str(Path(__file__).parent / "grading_cases"))
 from documented import documented_files  # noqa: E402

@@ -17,7 +17,7 @@ import pytest
 
 from kvsched_lab.grading import grade_main
 from kvsched_lab.grading.command import grade_parser
-from kvsched_lab.grading.shards import parse_shard
+from kvsched_lab.grading.batch.shards import parse_shard
 
 sys.path.insert(0, str(Path(__file__).parent / "grading_cases"))
 from documented import documented_files  # noqa: E402

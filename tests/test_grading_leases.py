@@ -17,8 +17,9 @@ from pathlib import Path
 
 import pytest
 
-from kvsched_lab.grading import grade_main, leases, sandbox
-from kvsched_lab.grading.leases import BLOCKS, LeaseError, lease_folder, lease_uids
+from kvsched_lab.grading import grade_main
+from kvsched_lab.grading.box import leases, sandbox
+from kvsched_lab.grading.box.leases import BLOCKS, LeaseError, lease_folder, lease_uids
 
 sys.path.insert(0, str(Path(__file__).parent / "grading_cases"))
 from second_user import unprivileged_user  # noqa: E402
@@ -99,7 +100,7 @@ def test_a_folder_another_user_planted_is_refused_by_name(other_user, shared_tmp
 
 
 def test_an_unprivileged_caller_is_told_it_needs_no_lease(other_user):
-    code = ("import sys; sys.path.insert(0, %r)\nfrom kvsched_lab.grading.leases import lease_uids\n"
+    code = ("import sys; sys.path.insert(0, %r)\nfrom kvsched_lab.grading.box.leases import lease_uids\n"
             "try:\n    lease_uids(0)\nexcept OSError as e:\n    print(e)") % str(Path(__file__).resolve().parents[1])
     said = subprocess.run([SYSTEM_PYTHON, "-I", "-c", code], capture_output=True, text=True, timeout=60,
                           **other_user.as_user())
@@ -114,7 +115,7 @@ def test_every_block_held_says_so_and_names_the_holders(tmp_path, monkeypatch, c
         pytest.skip(f"the grading sandbox cannot run here: {why}")
     folder = tmp_path / "leases"
     folder.mkdir(mode=0o700)
-    code = ("import sys; sys.path.insert(0, %r)\nfrom pathlib import Path\nfrom kvsched_lab.grading.leases import "
+    code = ("import sys; sys.path.insert(0, %r)\nfrom pathlib import Path\nfrom kvsched_lab.grading.box.leases import "
             "lease_uids\nheld = [lease_uids(0, Path(%r)) for _ in range(64)]\nprint('held', flush=True)\n"
             "import time; time.sleep(60)") % (str(Path(__file__).resolve().parents[1]), str(folder))
     batch = subprocess.Popen([sys.executable, "-I", "-c", code], stdout=subprocess.PIPE, text=True)

@@ -165,9 +165,12 @@ def test_roster_exports_and_the_report(graded):
     assert "unmatched submission (no roster pattern matches it): " in report and "copy.py" in report
     assert "no submission for u999 (No Show)" in report
     canvas = list(csv.reader(open(out / "export" / "canvas.csv", encoding="utf-8")))
-    assert len(canvas) == 2 + len(students) + 1 and canvas[-1][5] == ""
+    assert len(canvas) == 2 + len(students) and all(len(r) == 6 for r in canvas), "one grade column; u999 left out"
+    detail = list(csv.DictReader(open(out / "export" / "points-by-todo.csv", encoding="utf-8")))
     days = {i: str(names.index(n) % 3) for i, _, _, n in students}  # due Dec 1 23:59; handed in Dec 1, 2 or 3
-    assert {r[2]: r[-1] for r in canvas[2:-1]} == days, "late days, whatever the case of the times file's names"
+    assert {r["id"]: r["late_days"] for r in detail[:-1]} == days, "late days, whatever the case of the times file's names"
+    assert {r[2]: r[5] for r in canvas[2:]} == {r["id"]: r["final"] for r in detail[:-1]}
+    assert detail[-1]["id"] == "u999" and detail[-1]["note"] == "no submission"
     assert grade_main(["report", str(out)]) == 0
     page = (out / "report" / "index.html").read_text()
     a, b = graded["copied"]

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
 import signal
 import subprocess
@@ -150,16 +151,18 @@ def test_progress_is_one_line_per_learner_off_a_terminal(tmp_path):
     shown.update(broken)
     shown.close()
     lines = stream.getvalue().splitlines()
-    assert lines[0] == "resuming: 1 of 4 learner(s) already graded (journal), 3 to go"
+    assert lines[0] == "resuming: 1 of 4 learner(s) already graded (journal; 0 failure(s)), 3 to go"
     # review notes and unsandboxed are not failures: every TODO got a verdict
     assert lines[1].startswith("[2/4] class/alice: 35/100 review: opened '/etc/passwd'; unsandboxed "
                                "| failures so far 0 | ETA ")
     assert lines[2].startswith("[3/4] class/bob: 0/100 error: not a notebook | failures so far 1 | ETA 0:00:")
-    assert lines[3].startswith("graded 2 learner(s) in ") and lines[3].endswith("(1 failure(s))")
+    assert lines[3].startswith("graded 2 learner(s) in ") and lines[3].endswith("; 1 failure(s) among the 3 graded")
 
 
-def test_progress_is_a_bar_with_failures_and_eta_on_a_terminal():
+def test_progress_is_a_bar_with_failures_and_eta_on_a_terminal(monkeypatch):
     import io
+
+    monkeypatch.setenv("COLUMNS", "100")
 
     class Terminal(io.StringIO):
         def isatty(self) -> bool:
@@ -174,7 +177,56 @@ def test_progress_is_a_bar_with_failures_and_eta_on_a_terminal():
     assert "\r" in screen and "class/alice" not in screen, "a bar redrawn in place, not one line per learner"
     last = screen.split("\r")[-1]
     assert "2/3" in last and "failures 1" in last and "<" in last, last  # tqdm's "elapsed<remaining"
-    assert screen.rstrip().endswith("graded 2 learner(s) in 0:00:00 (1 failure(s))")
+    assert screen.rstrip().endswith("graded 2 learner(s) in 0:00:00; 1 failure(s) among the 2 graded")
+
+
+@pytest.mark.parametrize("columns", [None, "0", "12"])
+def test_progress_on_a_terminal_too_narrow_for_a_bar_is_one_line_per_learner(monkeypatch, columns):
+    """A terminal that reports no width (a container's 0x0 pty, COLUMNS=0) made tqdm print nothing at all."""
+    import fcntl
+    import pty
+    import struct
+    import termios
+
+    if columns is None:
+        monkeypatch.delenv("COLUMNS", raising=False)
+    else:
+        monkeypatch.setenv("COLUMNS", columns)
+    master, slave = pty.openpty()
+    fcntl.ioctl(slave, termios.TIOCSWINSZ, struct.pack("HHHH", 0, 0, 0, 0))
+    with os.fdopen(slave, "w") as stream:
+        shown = BatchProgress(2, stream=stream)
+        shown.update(_grade())
+        shown.close()
+    os.set_blocking(master, False)
+    screen = b""
+    try:
+        while chunk := os.read(master, 65536):
+            screen += chunk
+    except OSError:  # EIO once the other end is closed and everything is read
+        pass
+    os.close(master)
+    lines = screen.decode().splitlines()
+    assert lines[0].startswith("[1/2] class/alice: 35/100"), lines
+    assert lines[-1].startswith("graded 1 learner(s) in "), lines
+
+
+def test_progress_on_resume_counts_the_journals_failures():
+    """--resume: done starts from the journal, and so must failures (it started from 0)."""
+    import io
+
+    from kvsched_lab.grading.batch.progress import is_failure
+
+    broken = Grade("class/bob", {t: TodoGrade("error") for t in TODOS}, error="not a notebook")
+    resumed = [broken, _grade()]
+    stream = io.StringIO()
+    shown = BatchProgress(3, resumed=len(resumed), stream=stream, resumed_failures=sum(map(is_failure, resumed)))
+    shown.update(Grade("class/cy", {t: TodoGrade("timed out") for t in TODOS}))
+    shown.close()
+    lines = stream.getvalue().splitlines()
+    assert lines[0] == "resuming: 2 of 3 learner(s) already graded (journal; 1 failure(s)), 1 to go"
+    assert "[3/3] class/cy" in lines[1] and "failures so far 2" in lines[1], lines[1]
+    assert lines[2].endswith("; 2 failure(s) among the 3 graded")
 
 
 # --------------------------------------------------------------------------- kill, resume; shards, merge
@@ -204,7 +256,8 @@ def test_a_killed_batch_resumes_to_the_same_bytes(single, capfd):
     capfd.readouterr()
     assert grade_main([str(single["class"]), "--out", str(out), "--jobs", "1", "--resume", *ARGS]) == 0
     err = capfd.readouterr().err
-    assert f"resuming: {done} of {SIZE} learner(s) already graded (journal), {SIZE - done} to go" in err
+    assert re.search(rf"resuming: {done} of {SIZE} learner\(s\) already graded \(journal; \d+ failure\(s\)\), "
+                     rf"{SIZE - done} to go", err), err[-2000:]
     assert f"graded {SIZE - done} learner(s) in " in err, "only the missing learners are graded"
     assert outputs(out) == single["files"]
     # A resume with nothing missing grades nothing and still writes the same bytes.

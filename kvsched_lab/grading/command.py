@@ -21,13 +21,14 @@ from kvsched_lab.grading.box import sandbox
 from kvsched_lab.grading.batch.batch import grade_submissions
 from kvsched_lab.grading.batch.options import BatchOptions
 from kvsched_lab.grading.class_commands import COMMANDS, plan
-from kvsched_lab.grading.learner.intake import discover
+from kvsched_lab.grading.learner.intake import discover, lone_learner_folders
 from kvsched_lab.grading.batch.journal import JOURNAL
 from kvsched_lab.grading.box.leases import BLOCK, LeaseError
 from kvsched_lab.grading.batch.merge import merge_main
 from kvsched_lab.grading.batch.regrade import regrade
 from kvsched_lab.grading.batch.shards import parse_shard
 from kvsched_lab.grading.batch.stamp import grader_fingerprint
+from kvsched_lab.grading.judging.verdict import REPO
 from kvsched_lab.grading.learner.writers import bounded, encoded
 from kvsched_lab.i18n.language import LANGUAGES
 from kvsched_lab.sim.scheduler import TODO_METHODS
@@ -72,6 +73,21 @@ def instructor_mistakes(args: argparse.Namespace) -> list:
     if args.force and args.resume:
         problems.append("--force and --resume: choose one (start over, or go on with the earlier run)")
     return problems
+
+
+def lone_learner_warnings(paths: List[str]) -> List[str]:
+    """A warning for each folder argument that looks like one learner's folder (intake.lone_learner_folders)."""
+    course = {p.name for p in (REPO / "notebooks").glob("*.ipynb")}
+    out = []
+    for arg, mine in lone_learner_folders(list(paths), course):
+        name = bounded(Path(arg).name or arg)
+        out.append(f"kvsched grade: warning: {bounded(arg)} holds {len(mine)} of the course's notebooks "
+                   f"({bounded(', '.join(mine[:3]))}{', ...' if len(mine) > 3 else ''}): it looks like ONE learner's "
+                   f"folder, but a folder argument is a class, so each notebook in it is graded as a learner of its "
+                   f"own. To grade one learner, give the folder that holds it (kvsched grade CLASS, with "
+                   f"CLASS/{name}/ inside), or regrade it in its graded class: kvsched grade --learner "
+                   f"{bounded(arg)} --out OUT.")
+    return out
 
 
 def _say(line: str) -> None:
@@ -143,6 +159,8 @@ def grade_main(argv: Optional[List[str]] = None) -> int:
         print(f"kvsched grade: {problem}", file=sys.stderr)
     if problems:
         return 2
+    for warning in lone_learner_warnings(args.submissions):
+        print(warning, file=sys.stderr)
     try:
         learners, overrides = plan(args.submissions, args.learner, Path(args.out), args.overrides)
     except ValueError as e:  # an instructor's typo (OverridesError too): nothing graded or written

@@ -28,7 +28,7 @@ from kvsched_lab.grading.box.leases import UidLease, lease_uids
 from kvsched_lab.grading.batch.journal import Header, Journal, files_digest, open_journal
 from kvsched_lab.grading.batch.manifest import Manifest, write_class
 from kvsched_lab.grading.batch.options import BatchOptions
-from kvsched_lab.grading.batch.progress import BatchProgress
+from kvsched_lab.grading.batch.progress import BatchProgress, is_failure
 from kvsched_lab.grading.batch.shards import Shard, shard_members
 from kvsched_lab.grading.batch.stamp import current_stamp
 from kvsched_lab.grading.judging.submissions import Submission, load
@@ -98,7 +98,8 @@ def grade_submissions(paths: Sequence[str], out: Optional[Path] = None, options:
             if prior is not None:
                 grades[k] = prior
         todo = [k for k in range(len(subs)) if k not in grades]
-        shown = BatchProgress(len(subs), len(grades), progress) if progress is not None else None
+        shown = (BatchProgress(len(subs), len(grades), progress, sum(map(is_failure, grades.values())))
+                 if progress is not None else None)
         lib = build_library(base / "lib") if todo else base
         slots: "queue.Queue[int]" = queue.Queue()
         for slot in range(max(1, jobs)):

@@ -41,12 +41,14 @@ from kvsched_lab.grading.learner.writers import atomic_write, bounded, csv_cell,
 from kvsched_lab.i18n.language import normalize
 from kvsched_lab.i18n.messages import Deferred
 from kvsched_lab.i18n.messages import Deferred as _  # feedback lines: rendered in --lang's language when written
+from kvsched_lab.i18n.messages import N_
 from kvsched_lab.sim.scheduler import TODO_METHODS
 
 COLUMNS = ["submission", *TODO_METHODS, "total", "status", *EXTRA_COLUMNS]
 PACKAGE = Path(kvsched_lab.__file__).resolve().parent
 REPO = PACKAGE.parent
 NORMAL = ("passed", "failed", "not attempted")
+CORRECTED = N_("corrected")  # a feedback heading's status when an override set the TODO's points
 # The kernel side of this package, one folder: all the sandbox gets of it (no cases, no reference, no grader).
 SANDBOX_ROOM = Path(kernel.__file__).resolve().parent
 
@@ -225,10 +227,16 @@ def feedback_text(g: Grade, lang: str = "en", stamp: Optional[Stamp] = None,
                       "the grader's stand-ins, so a mistake in one TODO costs no points in another. The hidden cases\n"
                       "come in families (ordinary sequences, ties, capacity edges, stale records, precision...); each\n"
                       "family is an equal share of a TODO's points.")), ""]
+    corrected = {o.todo: o.points for o in corrections}
     for name, t in g.todos.items():
+        # A corrected TODO's heading (and so its HTML badge) shows the final points, not the graded ones.
+        status, points = (_(CORRECTED), corrected[name]) if name in corrected else (_(t.status), t.points)
         out.append(say(_("## {name} ({method}): {status}, {points}/{total}", name=name, method=TODO_METHODS[name],
-                         status=_(t.status), points=t.points, total=POINTS)))
+                         status=status, points=points, total=POINTS)))
         out.append("")
+        if name in corrected:
+            out += [say(_("As graded: {status}, {points}/{total}; the instructor's correction and its reason are "
+                          "above.", status=_(t.status), points=t.points, total=POINTS)), ""]
         if t.origin:
             out += [say(_("Graded: {origin}", origin=inline(t.origin, 200))), ""]
         out += [line for text in t.lines if text for line in (say(text), "")]
@@ -257,13 +265,14 @@ def write_reports(grades: List[Grade], out: Path, lang: str = "en", stamp: Optio
     (out / "feedback").mkdir(exist_ok=True)
     rows = [[csv_cell(g.submission), *(g.todos[n].points for n in TODO_METHODS), g.total, csv_cell(g.status)] for g in grades]
     table = apply_overrides([dict(zip(COLUMNS, r)) for r in rows], overrides)  # raises before anything is written
-    by_row, used = class_files.resolved(overrides, rows), set()
+    by_row, used, names = class_files.resolved(overrides, rows), set(), []
     for g in grades:
         name = feedback_file_name(g.submission, used)[:-3]
+        names.append(name)
         text = feedback_text(g, lang, stamp, by_row.get(csv_cell(g.submission), []))
         atomic_write(out / "feedback" / f"{name}.md", encoded(text))
         atomic_write(out / "feedback" / f"{name}.html", encoded(feedback_html.render(text, lang)))
-    class_files.write_details(out, grades)
+    class_files.write_details(out, grades, names)
     class_files.write_overrides(out, overrides)
     buffer = io.StringIO()
     writer = csv.writer(buffer)

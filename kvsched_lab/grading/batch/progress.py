@@ -1,13 +1,16 @@
 """What a long batch shows while it works: its progress, learner by learner.
 
-`BatchProgress` is ``kvsched grade``'s progress: a tqdm bar on a terminal (done / total,
-failures so far, ETA), and one line per learner otherwise (a Slurm log, a pipe, CI), so a log
-shows where a batch is without a carriage-return mess. A *failure* is a row that did not get a
-verdict for every TODO (``error``, ``timed out``; the rows whose status is not ``ok``, leaving
-out review notes and ``unsandboxed``).
+`BatchProgress` is ``kvsched grade``'s progress: a tqdm bar on a terminal at least
+`MIN_BAR_COLUMNS` wide (done / total, failures so far, ETA), and one line per learner otherwise (a
+Slurm log, a pipe, CI, a terminal that reports no width, as some containers' do), so a log shows
+where a batch is without a carriage-return mess and nothing is ever silent. A *failure* is a row
+that did not get a verdict for every TODO (``error``, ``timed out``; the rows whose status is not
+``ok``, leaving out review notes and ``unsandboxed``). On ``--resume`` the counts start from what
+the journal holds: done and failures both include the learners graded before.
 """
 from __future__ import annotations
 
+import os
 import sys
 import threading
 import time
@@ -27,23 +30,45 @@ def is_failure(g: Grade) -> bool:
     return bool(g.error) or any(t.status not in NORMAL for t in g.todos.values())
 
 
+MIN_BAR_COLUMNS = 40  # narrower than this, a bar shows nothing useful: one line per learner instead
+
+
+def columns(stream: TextIO) -> Optional[int]:
+    """The width of the terminal `stream` writes to (``$COLUMNS`` first, as curses does); None when it
+    says nothing (tqdm then assumes a width of its own)."""
+    try:
+        return int(os.environ["COLUMNS"])
+    except (KeyError, ValueError):
+        pass
+    try:
+        return os.get_terminal_size(stream.fileno()).columns
+    except (AttributeError, OSError, ValueError):
+        return None
+
+
 def _clock(seconds: float) -> str:
     return str(timedelta(seconds=int(round(seconds))))
 
 
 class BatchProgress:
-    """Progress of one batch of `total` learners, `resumed` of them already graded by an earlier run."""
+    """Progress of one batch of `total` learners, `resumed` of them (`resumed_failures` of those failures)
+    already graded by an earlier run."""
 
-    def __init__(self, total: int, resumed: int = 0, stream: Optional[TextIO] = None) -> None:
+    def __init__(self, total: int, resumed: int = 0, stream: Optional[TextIO] = None,
+                 resumed_failures: int = 0) -> None:
         self.stream = stream or sys.stderr
-        self.total, self.done, self.failures, self.graded_now = total, resumed, 0, 0
+        self.total, self.done, self.failures, self.graded_now = total, resumed, resumed_failures, 0
         self.started = time.monotonic()
         self._lock = threading.Lock()
         tty = getattr(self.stream, "isatty", lambda: False)()
+        width = columns(self.stream) if tty else 0
         self.bar = tqdm(total=total, initial=resumed, file=self.stream, unit="learner", desc="grading",
-                        dynamic_ncols=True, smoothing=0.1) if tty else None
+                        dynamic_ncols=True, smoothing=0.1) if width is None or width >= MIN_BAR_COLUMNS else None
+        if self.bar is not None and resumed_failures:
+            self.bar.set_postfix_str(f"failures {self.failures}")
         if resumed:
-            self._say(f"resuming: {resumed} of {total} learner(s) already graded (journal), {total - resumed} to go")
+            self._say(f"resuming: {resumed} of {total} learner(s) already graded (journal; {resumed_failures} "
+                      f"failure(s)), {total - resumed} to go")
 
     def _say(self, line: str) -> None:
         tqdm.write(line, file=self.stream)  # above the bar, on the bar's stream (not stdout)
@@ -74,5 +99,5 @@ class BatchProgress:
     def close(self) -> None:
         if self.bar is not None:
             self.bar.close()
-        self._say(f"graded {self.graded_now} learner(s) in {_clock(time.monotonic() - self.started)}"
-                  f" ({self.failures} failure(s))")
+        self._say(f"graded {self.graded_now} learner(s) in {_clock(time.monotonic() - self.started)}; "
+                  f"{self.failures} failure(s) among the {self.done} graded")

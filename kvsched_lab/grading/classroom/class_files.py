@@ -2,8 +2,8 @@
 
 * ``grades.csv``: written atomically (`atomic_write`); its cells are spreadsheet-safe (`cell`);
 * ``details.json``: one record per row, in row order (`write_details`): per TODO the status, points,
-  the case families not passed and the feedback's headline message, the code graded, and the
-  seconds grading took. ``kvsched grade report`` reads it; grades.csv never holds timings, so
+  the case families not passed, the code graded, the review
+  notes, the row's feedback file (its stem in ``feedback/``) and the seconds grading took. ``kvsched grade report`` reads it; grades.csv never holds timings, so
   re-runs give the same grades.csv bytes;
 * ``overrides.csv``: the overrides last applied, kept for a later ``--learner`` regrade (`match_row`
   finds its learner);
@@ -20,10 +20,7 @@ from typing import Any, Dict, List, Sequence
 from kvsched_lab.grading.classroom.overrides import HEADER, Override, resolve
 from kvsched_lab.grading.learner.writers import atomic_write, bounded, csv_cell, encoded
 
-FORMULA_START = ("=", "+", "-", "@", "\t", "\r")
-# Feedback lines that only summarise counts: the report's "most common message" skips them.
-SUMMARY_TEMPLATES = ("All {n} hidden cases passed.", "Passed {passed} of {n} hidden cases. By family: {families}.",
-                     "Failing: {families}.")
+DETAIL_KEYS = {"submission", "total", "status", "error", "elapsed_s", "feedback", "review", "todos", "sources"}
 
 
 def match_row(names: Sequence[str], name: str) -> str:
@@ -57,20 +54,13 @@ def write_overrides(out: Path, overrides: Sequence[Override]) -> None:
     atomic_write(path, buffer.getvalue().encode("utf-8"))
 
 
-def _headline(lines: Sequence[str]) -> str:
-    """A TODO's feedback message that says what went wrong (in English), skipping count summaries."""
-    for line in lines:
-        if line and getattr(line, "template", str(line)) not in SUMMARY_TEMPLATES:
-            return bounded(str(line).replace("\n\n", " "), 240)
-    return ""
-
-
-def record(g: Any) -> Dict[str, Any]:
-    """The details of one graded row (`g`: a grade.Grade)."""
+def record(g: Any, feedback: str) -> Dict[str, Any]:
+    """The details of one graded row (`g`: a grade.Grade; `feedback`: its feedback file's stem)."""
     return {"submission": csv_cell(g.submission), "total": g.total, "status": csv_cell(g.status), "error": g.error,
-            "elapsed_s": round(g.elapsed_s, 3), "sandboxed": g.sandboxed,
+            "elapsed_s": round(g.elapsed_s, 3), "sandboxed": g.sandboxed, "feedback": feedback,
+            "review": [bounded(r, 200) for r in g.review],
             "todos": {n: {"status": t.status, "points": t.points, "passed": t.passed, "cases": t.total,
-                          "failing": list(t.failing), "message": _headline(t.lines), "origin": t.origin}
+                          "failing": list(t.failing), "origin": t.origin}
                       for n, t in g.todos.items()},
             "sources": dict(g.sources)}
 
@@ -82,10 +72,14 @@ def read_details(out: Path) -> List[Dict[str, Any]]:
     data = json.loads(path.read_text(encoding="utf-8"))
     if not isinstance(data, dict) or not isinstance(data.get("rows"), list):
         raise ValueError(f"{path} is not a details file written by kvsched grade")
+    for row in data["rows"]:
+        if not isinstance(row, dict) or not DETAIL_KEYS <= set(row):
+            raise ValueError(f"{path} lacks what this kvsched's report reads (written by an older one?): regrade "
+                             "the class, or kvsched grade --resume into it")
     return data["rows"]
 
 
-def write_details(out: Path, grades: Sequence[Any]) -> None:
-    """``out/details.json`` for `grades`, in row order."""
-    rows = [record(g) for g in grades]
+def write_details(out: Path, grades: Sequence[Any], feedback: Sequence[str]) -> None:
+    """``out/details.json`` for `grades`, in row order; `feedback`: each row's feedback file stem."""
+    rows = [record(g, name) for g, name in zip(grades, feedback, strict=True)]
     atomic_write(out / "details.json", encoded(json.dumps({"rows": rows}, ensure_ascii=False, indent=1)))

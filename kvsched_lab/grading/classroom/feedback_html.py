@@ -4,7 +4,8 @@ The Markdown the grader writes uses a small, fixed subset: ``#`` and ``##`` head
 inline code, and fenced code blocks that hold everything the learner's code controls (fenced
 so nothing inside can close them). This turns exactly that subset into HTML: every piece of text
 is escaped (nothing the learner wrote becomes markup), fenced blocks become ``<pre>``, a TODO's
-heading (``## score (_score): passed, 20/20``) gets a coloured status badge. The page loads
+heading (``## score (_score): passed, 20/20``) gets a coloured status badge (``corrected`` with the
+final points when an instructor's override set them). The page loads
 nothing (inline style; a Content-Security-Policy forbids scripts and fetches), so it opens the
 same from a disk, an LMS attachment or an e-mail.
 """
@@ -14,13 +15,16 @@ import html
 import re
 from typing import List
 
+from kvsched_lab.i18n.messages import translate
 from kvsched_lab.sim.scheduler import TODO_METHODS
 
 _FENCE = re.compile(r"^(`{3,})$")
-_TODO_HEAD = re.compile(r"^## (?P<todo>\w+) \((?P<method>\w+)\): (?P<status>[a-z ]+), (?P<points>\d+)/(?P<max>\d+)$")
+# A TODO's heading in English or as zh_CN.po writes it: "## score (_score): failed, 12/20", "## score（_score）：未通过，12/20 分".
+_TODO_HEAD = re.compile(r"^## (?P<todo>\w+) ?[(（](?P<method>\w+)[)）][:：] ?(?P<status>[^,，]+)[,，] ?"
+                        r"(?P<points>\d+)/(?P<max>\d+)(?: 分)?$")
 _INLINE_CODE = re.compile(r"`([^`]+)`")
 STATUS_COLOURS = {"passed": "#1a7f37", "failed": "#b35900", "not attempted": "#57606a", "error": "#cf222e",
-                  "timed out": "#8250df"}
+                  "timed out": "#8250df", "corrected": "#0969da"}
 STYLE = """
 body { font: 15px/1.5 system-ui, "Noto Sans", "PingFang SC", "Microsoft YaHei", sans-serif; max-width: 52em;
        margin: 2em auto; padding: 0 1em; color: #1f2328; }
@@ -39,12 +43,18 @@ def _inline(text: str) -> str:
     return _INLINE_CODE.sub(lambda m: f"<code>{m.group(1)}</code>", html.escape(text, quote=True))
 
 
-def _heading(line: str) -> str:
+def _colour(status: str, lang: str) -> str:
+    """A status badge's colour; `status` as the heading shows it, in `lang`."""
+    by_word = {translate(lang, word): colour for word, colour in STATUS_COLOURS.items()}
+    return by_word.get(status, "#57606a")
+
+
+def _heading(line: str, lang: str) -> str:
     level = 1 if line.startswith("# ") else 2
     text = line[level + 1:]
     m = _TODO_HEAD.match(line) if level == 2 else None
     if m and m["todo"] in TODO_METHODS:
-        colour = STATUS_COLOURS.get(m["status"], "#57606a")
+        colour = _colour(m["status"], lang)
         return (f'<h2 id="todo-{m["todo"]}">{html.escape(m["todo"])} <code>{html.escape(m["method"])}</code> '
                 f'<span class="badge" style="background:{colour}">{html.escape(m["status"])}</span>'
                 f'<span class="points">{m["points"]} / {m["max"]}</span></h2>')
@@ -76,7 +86,7 @@ def render(markdown: str, lang: str = "en") -> str:
             fence = m.group(1)
         elif line.startswith(("# ", "## ")):
             flush()
-            body.append(_heading(line))
+            body.append(_heading(line, lang))
         elif line.strip():
             paragraph.append(line)
         else:

@@ -7,8 +7,11 @@ offset, or neither (then they are read as the same clock).
 
 The rule (docs/grading.md): a submission ``d`` days late, counting every started day (one second
 late is one day), loses ``penalty_percent`` of its total per day, at most all of it:
-``final = floor(total * max(0, 100 - penalty_percent * d) / 100)``. Per-TODO points are not
-changed; the exports' total is the penalised one, beside the late days.
+``final = floor(total * max(0, 100 - penalty_percent * d) / 100)``. ``d`` is counted from the
+student's own due date where an extension gives one (extensions.py), else from ``--due``.
+Per-TODO points are not changed; the gradebook import carries the penalised total only.
+
+Every bad line of the times file is reported (`LateError`, one line each), not just the first.
 """
 from __future__ import annotations
 
@@ -18,7 +21,7 @@ import math
 from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
-from typing import Dict, Optional
+from typing import Dict, List, Optional
 
 from kvsched_lab.grading.classroom.overrides import read_instructor_file
 
@@ -32,13 +35,14 @@ class LateRule:
     due: datetime
     penalty_percent: float = 10.0  # of the total, per started day late
 
-    def days_late(self, submitted: datetime) -> int:
-        seconds = (submitted - self.due).total_seconds()
+    def days_late(self, submitted: datetime, due: Optional[datetime] = None) -> int:
+        seconds = (submitted - (due or self.due)).total_seconds()
         return max(0, math.ceil(seconds / 86400))
 
-    def apply(self, total: int, submitted: Optional[datetime]) -> tuple:
-        """(days late, final total) for a submission handed in at `submitted` (None: on time)."""
-        days = self.days_late(submitted) if submitted is not None else 0
+    def apply(self, total: int, submitted: Optional[datetime], due: Optional[datetime] = None) -> tuple:
+        """(days late, final total) for a submission handed in at `submitted` (None: on time), against
+        `due` (a student's extension) or the class's due date."""
+        days = self.days_late(submitted, due) if submitted is not None else 0
         kept = max(0.0, 100.0 - self.penalty_percent * days)
         return days, math.floor(total * kept / 100 + 1e-9)
 
@@ -60,25 +64,31 @@ def read_times(path: Path, due: datetime) -> Dict[str, datetime]:
     """Key (``id:<id>`` or ``file:<name>``) -> submission time, checked against `due`'s kind of clock."""
     text = read_instructor_file(path, LateError)
     reader = csv.DictReader(io.StringIO(text, newline=""), strict=True)
-    fields = [f.strip().lower() for f in reader.fieldnames or []]
-    key = "id" if "id" in fields else "file" if "file" in fields else None
-    if key is None or "submitted" not in fields:
-        raise LateError(f"{path}, line 1: the header must have submitted and id (or file); got {','.join(fields)}")
     out: Dict[str, datetime] = {}
+    problems: List[str] = []
     try:
+        fields = [f.strip().lower() for f in reader.fieldnames or []]
+        key = "id" if "id" in fields else "file" if "file" in fields else None
+        if key is None or "submitted" not in fields:
+            raise LateError(f"{path}, line 1: the header must have submitted and id (or file); got {','.join(fields)}")
         for row in reader:
             row = {k.strip().lower(): (v or "").strip() for k, v in row.items() if k}
             where = f"{path}, line {reader.line_num}"
             if not any(row.values()):
                 continue
-            if not row.get(key):
-                raise LateError(f"{where}: no {key}")
-            when = parse_time(row.get("submitted", ""), where)
-            if (when.tzinfo is None) != (due.tzinfo is None):
-                raise LateError(f"{where}: give both this time and --due with a UTC offset, or neither")
-            if f"{key}:{row[key]}" in out:
-                raise LateError(f"{where}: {key} {row[key]!r} is listed twice")
-            out[f"{key}:{row[key]}"] = when
+            try:
+                if not row.get(key):
+                    raise LateError(f"{where}: no {key}")
+                when = parse_time(row.get("submitted", ""), where)
+                if (when.tzinfo is None) != (due.tzinfo is None):
+                    raise LateError(f"{where}: give both this time and --due with a UTC offset, or neither")
+                if f"{key}:{row[key]}" in out:
+                    raise LateError(f"{where}: {key} {row[key]!r} is listed twice")
+                out[f"{key}:{row[key]}"] = when
+            except LateError as e:
+                problems.append(str(e))
     except csv.Error as e:
-        raise LateError(f"{path}, line {reader.line_num}: not valid CSV ({e})") from None
+        problems.append(f"{path}, line {reader.line_num}: not valid CSV ({e})")
+    if problems:
+        raise LateError("\n".join(problems))
     return out

@@ -1,12 +1,15 @@
 """``kvsched grade report OUT``: how the class did, as one self-contained HTML page with PNG figures.
 
 From ``grades.csv`` (final points, after overrides) and ``details.json`` (class_files.py), with no
-learner code run: the distribution of totals and of each TODO's points, each TODO's status counts,
-the hidden-case families that fail most often per TODO (with how many learners fail each), the most
-common feedback message per TODO, the seconds each submission took to grade, and the pairs of
+learner code run: first every row that needs attention (attention.py: errors, time-outs, lost
+tags, two attempts, overrides), each linked to its feedback page; the distribution of totals and
+of each TODO's points, each TODO's status counts; the hidden-case families that fail most often
+per TODO (with how many learners fail each); the most common mistakes (learners grouped by TODO,
+status and the families they fail); the seconds each submission took to grade; and the pairs of
 submissions similar enough to read side by side (similarity.py). Every name, message and line of
-code on the page is escaped text. Figures: matplotlib's Agg backend (no display needed), written as
-PNG files beside the page (OUT/report/) and embedded in it, so the page alone can be sent on.
+code on the page is escaped text. Figures: matplotlib's Agg backend (no display needed), written
+as PNG files beside the page (OUT/report/) and embedded in it, so the page alone can be sent on
+(the links to feedback pages work while it stays in OUT/report/).
 """
 from __future__ import annotations
 
@@ -18,8 +21,10 @@ import sys
 from collections import Counter
 from pathlib import Path
 from typing import Dict, List, Optional, Sequence
+from urllib.parse import quote
 
 from kvsched_lab.grading.classroom import similarity
+from kvsched_lab.grading.classroom.attention import FEW, MAX_EXAMPLES, common_mistakes, needs_attention
 from kvsched_lab.grading.classroom.class_files import read_details
 from kvsched_lab.grading.learner.writers import atomic_write
 from kvsched_lab.grading.judging.verdict import POINTS
@@ -88,18 +93,44 @@ def failing_families(details: Sequence[dict]) -> Dict[str, List[tuple]]:
     return {t: Counter(f for d in details for f in d["todos"][t]["failing"]).most_common(TOP) for t in TODO_METHODS}
 
 
-def common_messages(details: Sequence[dict]) -> Dict[str, Optional[tuple]]:
-    """TODO -> (the most common feedback message among learners who lost points, how many), or None."""
-    out = {}
-    for t in TODO_METHODS:
-        counts = Counter(d["todos"][t]["message"] for d in details
-                         if d["todos"][t]["message"] and d["todos"][t]["status"] != "passed")
-        out[t] = counts.most_common(1)[0] if counts else None
-    return out
-
-
 def _e(text: object) -> str:
     return html.escape(str(text), quote=True)
+
+
+def _feedback_link(submission: str, stem: str) -> str:
+    """`submission` linked to its feedback page (``OUT/feedback/``, beside this page's folder)."""
+    return f'<a href="../feedback/{_e(quote(stem + ".html"))}">{_e(submission)}</a>'
+
+
+def _attention_section(rows: Sequence[Dict[str, str]], details: Sequence[dict]) -> List[str]:
+    rows_to_see = needs_attention(rows, details)
+    out = [f"<h2>Rows that need attention ({len(rows_to_see)})</h2>"]
+    if not rows_to_see:
+        return out + ["<p>None: every row has a verdict for every TODO, no lost tag, no second attempt, no "
+                      "override.</p>"]
+    out.append('<p class="note">Every row that could not be graded, has a TODO that timed out, failed with an error '
+               "or lost its tag, holds two different attempts at a TODO, or was changed by an override. Each name "
+               "opens its feedback (the links work while this page stays in OUT/report/).</p>"
+               "<table><tr><th>submission</th><th>total</th><th>why</th></tr>")
+    out += [f"<tr><td>{_feedback_link(a.submission, a.feedback)}</td><td>{a.total}</td><td>"
+            + "<br>".join(_e(r) for r in a.reasons) + "</td></tr>" for a in rows_to_see]
+    return out + ["</table>"]
+
+
+def _mistakes_section(details: Sequence[dict]) -> List[str]:
+    mistakes = common_mistakes(details)
+    out = ["<h2>Most common mistakes</h2>"]
+    if not mistakes:
+        return out + ["<p>No learner lost points on a TODO it attempted.</p>"]
+    out.append("<p>Learners who lost points on a TODO the same way: its status and the hidden-case families it "
+               "does not pass.</p><table><tr><th>TODO</th><th>what is wrong</th><th>learners</th><th>who</th></tr>")
+    for m in mistakes:
+        who = ", ".join(_feedback_link(s, f) for s, f in m.learners[:MAX_EXAMPLES])
+        more = f" and {len(m.learners) - MAX_EXAMPLES} more" if len(m.learners) > MAX_EXAMPLES else ""
+        what = (f"<details><summary>{_e(m.what)}</summary>{_e('; '.join(m.families))}</details>"
+                if len(m.families) > FEW else _e(m.what))
+        out.append(f"<tr><td>{_e(m.todo)}</td><td>{what}</td><td>{len(m.learners)}</td><td>{who}{more}</td></tr>")
+    return out + ["</table>"]
 
 
 def _code(text: str, hits: Sequence[int]) -> str:
@@ -148,6 +179,7 @@ def write_report(out: Path, notebooks: Optional[Path] = None) -> Path:
             f"<p>Mean total {sum(int(r['total']) for r in rows) / max(len(rows), 1):.1f} of "
             f"{POINTS * len(TODO_METHODS)}; {sum(1 for r in rows if r['status'] != 'ok')} row(s) with a status "
             f"other than ok; {corrected} row(s) corrected by overrides.</p>",
+            *_attention_section(rows, details),
             *(f'<p><img alt="{name[:-4]}" src="data:image/png;base64,'
               f'{base64.b64encode((folder / name).read_bytes()).decode()}"></p>' for name in figures),
             "<h2>Hidden-case families failed most often</h2><table><tr><th>TODO</th><th>family</th>"
@@ -156,12 +188,9 @@ def write_report(out: Path, notebooks: Optional[Path] = None) -> Path:
         body += [f"<tr><td>{_e(t)}</td><td>{_e(fam)}</td><td>{n}</td></tr>" for fam, n in fams]
         if not fams:
             body.append(f"<tr><td>{_e(t)}</td><td colspan=2>none failed</td></tr>")
-    body.append("</table><h2>Most common feedback message per TODO</h2><table><tr><th>TODO</th><th>message "
-                "(among learners who lost points)</th><th>learners</th></tr>")
-    for t, common in common_messages(details).items():
-        body.append(f"<tr><td>{_e(t)}</td><td><pre>{_e(common[0])}</pre></td><td>{common[1]}</td></tr>" if common
-                    else f"<tr><td>{_e(t)}</td><td colspan=2>every learner passed</td></tr>")
-    body.append("</table><h2>Slowest to grade</h2><table><tr><th>submission</th><th>seconds</th><th>status</th></tr>")
+    body.append("</table>")
+    body += _mistakes_section(details)
+    body.append("<h2>Slowest to grade</h2><table><tr><th>submission</th><th>seconds</th><th>status</th></tr>")
     body += [f"<tr><td>{_e(d['submission'])}</td><td>{d['elapsed_s']:.1f}</td><td>{_e(d['status'])}</td></tr>"
              for d in sorted(details, key=lambda d: -d["elapsed_s"])[:TOP]]
     body.append("</table>")

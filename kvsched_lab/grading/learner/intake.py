@@ -9,6 +9,10 @@ Discovery (nothing is read or run here):
   ``.py`` files, or holds no notebook and no ``.py`` is reported as an error row: never guessed,
   never merged with another learner.
 
+A folder argument that holds several of the course's own notebooks (``01_kv_cache_and_real_blocks.ipynb``
+...) is most likely ONE learner's folder passed alone (``kvsched grade alice/``): `lone_learner_folders`
+names it, and ``kvsched grade`` warns before grading that each notebook will be a learner of its own.
+
 Rows are named relative to the class folder (``alice``, ``bob.py``), a file argument by its
 own name: the instructor's absolute paths never reach grades.csv or a feedback file. A name is
 kept as text even when it is not UTF-8 (``caf\xe9.py``, writers.py).
@@ -27,7 +31,7 @@ import os
 import stat
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import List
+from typing import Collection, List, Tuple
 
 from kvsched_lab.grading.learner.writers import display_name
 
@@ -94,6 +98,19 @@ def discover(paths: List[str]) -> List[Learner]:
                 continue  # a README or data file beside the submissions
             elif child.suffix in SUFFIXES or ckind != "file":
                 out.append(Learner(name, child, "" if ckind == "file" else _refused(child, ckind)))
+    return out
+
+
+def lone_learner_folders(paths: List[str], course_notebooks: Collection[str]) -> List[Tuple[str, List[str]]]:
+    """(folder argument, the course notebooks directly in it) for each folder argument holding at least
+    two of `course_notebooks` (file names): one learner's folder, not a class (see the docstring)."""
+    out = []
+    for arg in paths:
+        if _kind(Path(arg)) != "dir":
+            continue
+        mine = sorted(c.name for c in Path(arg).iterdir() if c.name in course_notebooks and _kind(c) == "file")
+        if len(mine) >= 2:
+            out.append((arg, mine))
     return out
 
 

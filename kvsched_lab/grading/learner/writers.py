@@ -10,7 +10,12 @@ string goes out through one of these:
 * `csv_cell`: a cell a spreadsheet shows as text, never runs as a formula;
 * `feedback_file_name`: an injective name (two submissions never share a feedback file);
 * `display_name`: a path's name as text (undecodable bytes shown as ``\\xe9``);
-* `atomic_write`, `encoded`: bytes that any string can become.
+* `atomic_write`, `encoded`: bytes that any string can become, written whole or not at all.
+
+Every file of a class folder (grades.csv, feedback, report, exports, journal, manifest) gets the
+mode a plain ``open()`` would give it, ``0666`` less the umask (`umask_mode`), like the report's
+figures and the folders beside it: a TA or a sync job that can read one output can read them
+all. ``mkstemp`` alone would leave them ``0600``. A secret (a key) passes ``private=True``.
 """
 from __future__ import annotations
 
@@ -18,6 +23,7 @@ import hashlib
 import os
 import re
 import tempfile
+import threading
 import unicodedata
 from pathlib import Path
 from typing import Any, Set
@@ -116,11 +122,33 @@ def encoded(text: str) -> bytes:
     return text.encode("utf-8", "replace")
 
 
-def atomic_write(path: Path, data: bytes) -> None:
-    """Write `data` to `path` whole or not at all (a temporary file, fsync, rename)."""
+_UMASK_LOCK = threading.Lock()
+
+
+def umask_mode() -> int:
+    """``0o666`` less this process's umask: the mode ``open()`` gives a new file.
+
+    Read from /proc where Linux shows it; elsewhere by setting and restoring it, under a lock (a
+    thread creating a file in between would otherwise get the temporary umask)."""
+    try:
+        for line in Path("/proc/self/status").read_text().splitlines():
+            if line.startswith("Umask:"):
+                return 0o666 & ~int(line.split()[1], 8)
+    except (OSError, ValueError, IndexError):
+        pass
+    with _UMASK_LOCK:
+        mask = os.umask(0o077)
+        os.umask(mask)
+    return 0o666 & ~mask
+
+
+def atomic_write(path: Path, data: bytes, private: bool = False) -> None:
+    """Write `data` to `path` whole or not at all (a temporary file, fsync, rename), with the mode
+    `umask_mode` gives (``0600`` when `private`)."""
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
     try:
         with os.fdopen(fd, "wb") as f:
+            os.fchmod(f.fileno(), 0o600 if private else umask_mode())
             f.write(data)
             f.flush()
             os.fsync(f.fileno())

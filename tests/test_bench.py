@@ -223,3 +223,8 @@ def test_grading_throughput_is_measured_and_leaves_stdout_to_the_report(capsys):
     assert rates["submissions"] == 2 and rates["jobs"] == 1
     # seconds_batch is rounded to 0.01 s: the rate agrees with it to about 1%
     assert rates["submissions_per_second_per_core"] == pytest.approx(2 / rates["seconds_batch"], rel=0.02)
+    # The coordinator's own CPU is measured (issue 28: it caps a many-core machine), and the 16-core
+    # figure is labelled as the extrapolation it is, with its formula.
+    assert 0 < rates["coordinator_cpu_s_per_submission"] < rates["seconds_batch"]
+    text = to_markdown({**quick_report(), "grading": rates})
+    assert "extrapolated as 1000 / min(rate x 16, 1 / coordinator CPU)" in text

@@ -3,7 +3,7 @@
 One small class (right, wrong, untouched and broken submissions, a notebook learner) is graded
 once on one machine (`single`); a run killed midway and resumed, and three shards merged, must
 give the same bytes: grades.csv, every feedback file, the manifest. The real Slurm cluster run
-of the same class is in test_grading_slurm.py.
+of the same class is in test_grading_cluster.py.
 """
 from __future__ import annotations
 

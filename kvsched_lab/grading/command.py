@@ -23,7 +23,7 @@ from kvsched_lab.grading.batch.options import BatchOptions
 from kvsched_lab.grading.class_commands import COMMANDS, plan
 from kvsched_lab.grading.learner.intake import discover, lone_learner_folders
 from kvsched_lab.grading.batch.journal import JOURNAL
-from kvsched_lab.grading.box.leases import BLOCK
+from kvsched_lab.grading.box.leases import BLOCK, LeaseError
 from kvsched_lab.grading.batch.merge import merge_main
 from kvsched_lab.grading.batch.regrade import regrade
 from kvsched_lab.grading.batch.shards import parse_shard
@@ -200,6 +200,9 @@ def grade_main(argv: Optional[List[str]] = None) -> int:
         grades = grade_submissions(args.submissions, Path(args.out), options, progress=sys.stderr, learners=learners)
     except ValueError as e:  # a journal that cannot be resumed, a class a regrade cannot join: before any grading
         print(f"kvsched grade: {e}", file=sys.stderr)
+        return 2
+    except LeaseError as e:  # every block of sandbox uids held, or an unsafe lease folder: before any grading
+        print(f"kvsched grade: cannot lease sandbox uids: {e}", file=sys.stderr)
         return 2
     width = min(40, max([len(bounded(g.submission)) for g in grades] + [10]))
     for g in grades:

@@ -1,4 +1,4 @@
-"""A small class for the scale tests (test_grading_scale.py, test_grading_slurm.py), and what a run writes.
+"""A small class for the scale tests (test_grading_scale.py, test_grading_cluster.py), and what a run writes.
 
 Five learners: the reference, an untouched stub, a file that does not parse, a notebook learner
 with stubs, and one wrong answer graded last (it runs, so it takes seconds: time to kill a run).

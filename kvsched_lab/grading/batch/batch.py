@@ -72,12 +72,19 @@ def grade_submissions(paths: Sequence[str], out: Optional[Path] = None, options:
     learners = discover(list(paths)) if learners is None else learners
     members = shard_members([x.name for x in learners], shard)
     mine = [x for x in learners if x.name in members]
-    journal = open_journal(out, Header(stamp, recorded, shard), options.resume) if out is not None else Journal(Path())
-    base = Path(tempfile.mkdtemp(prefix="kvsched-grade-"))
-    # As root each sandbox runs as a uid of its own: leased for this batch alone (leases.py).
+    # As root each sandbox runs as a uid of its own: leased for this batch alone (leases.py), before
+    # anything is written (LeaseError: nothing is).
     lease: Optional[UidLease] = lease_uids() if sandboxed and os.geteuid() == 0 else None
+    try:
+        journal = (open_journal(out, Header(stamp, recorded, shard), options.resume) if out is not None
+                   else Journal(Path()))
+    except BaseException:
+        if lease is not None:
+            lease.release()
+        raise
     if lease is not None:
         print(f"sandbox uids {lease.first_uid}-{lease.uid(max(1, jobs) - 1)} (leased for this batch)")
+    base = Path(tempfile.mkdtemp(prefix="kvsched-grade-"))
     try:
         subs: List[Submission] = []
         digests: List[str] = []

@@ -9,8 +9,9 @@ batch. A `BoxWatch` bounds the sandbox as a whole, whatever the machine offers:
   its own cgroup with ``memory.max`` = the budget (swap off), ``pids.max`` = `MAX_PROCESSES`, and
   ``cpu.max`` = `CPU_CORES` cores; the sandbox is killed through ``cgroup.kill`` when it ends;
 * otherwise (cgroup v1 machines, containers without delegation) the grader polls every process
-  of the sandbox's PID namespace every `POLL_SECONDS`: when their memory together (PSS: a page
-  shared by a forked child and its parent counts once) passes
+  of the sandbox's PID namespace (the tree under its init) every `POLL_SECONDS`: when their
+  memory together (PSS: a page shared by a forked child and its parent counts once; read only
+  once their resident sizes, an upper bound one ``stat`` read gives, pass the budget) passes
   the budget the sandbox is killed (the row says so); when their CPU time in a period passes
   `CPU_CORES` cores' worth they are stopped (SIGSTOP) until the period ends, as ``cpu.max``
   would throttle them. The process count is bounded by ``RLIMIT_NPROC`` on the sandbox's own
@@ -80,28 +81,32 @@ def _children(pid: int) -> List[int]:
     return out
 
 
-def _memory(pid: int) -> int:
-    """Bytes `pid` holds: its proportional share of resident pages (PSS), so the pages a forked child
-    still shares with its parent count once between them; resident pages where PSS is unknown."""
+def _pss(pid: int) -> int:
+    """Bytes `pid` holds as its proportional share of resident pages (PSS): the pages a forked child
+    still shares with its parent count once between them. Costly (the kernel walks the process's
+    page tables), so it is read only when the resident sizes together pass the budget."""
     try:
         for line in Path(f"/proc/{pid}/smaps_rollup").read_text().splitlines():
             if line.startswith("Pss:"):
                 return int(line.split()[1]) << 10
     except (OSError, ValueError, IndexError):
         pass
-    return int(Path(f"/proc/{pid}/statm").read_text().split()[1]) * _PAGE
+    return 0
 
 
 def _usage(pid: int) -> Optional[Tuple[int, float]]:
-    """(bytes held, CPU seconds of the process and its reaped children) of `pid`, or None."""
+    """(resident bytes, CPU seconds of the process and its reaped children) of `pid`, or None: one
+    read of ``/proc/PID/stat``."""
     try:
-        held = _memory(pid)
         stat = Path(f"/proc/{pid}/stat").read_text()
-    except (OSError, ValueError, IndexError):
+    except OSError:
         return None
     fields = stat[stat.rfind(")") + 2:].split()  # after the command name, which may hold spaces
-    ticks = sum(int(fields[k]) for k in (11, 12, 13, 14))  # utime, stime, cutime, cstime
-    return held, ticks / _TICK
+    try:
+        ticks = sum(int(fields[k]) for k in (11, 12, 13, 14))  # utime, stime, cutime, cstime
+        return int(fields[21]) * _PAGE, ticks / _TICK  # rss (pages)
+    except (ValueError, IndexError):
+        return None
 
 
 class BoxWatch:
@@ -114,6 +119,7 @@ class BoxWatch:
         self.cpu_cores = cpu_cores  # CPU the sandbox may use at once, averaged over CPU_PERIOD
         self.cgroup = cgroup
         self.namespace: Optional[str] = None
+        self.init: Optional[int] = None  # the sandbox's PID namespace's process 1
         self.stopped: List[int] = []
         self.period_start = time.monotonic()
         self.cpu_at_period_start: Optional[float] = None
@@ -133,20 +139,26 @@ class BoxWatch:
         return group
 
     def processes(self) -> List[int]:
-        """Every process of the sandbox: those in its PID namespace (found through bwrap's child)."""
-        if self.namespace is None:
+        """Every process of the sandbox: its PID namespace's init (bwrap's child) and all below it.
+
+        An orphan in a PID namespace is re-parented to that namespace's init, so the tree under the
+        init holds every process of the namespace, detached ones included; walking it reads only
+        the sandbox's own ``/proc`` entries, not every process of the machine."""
+        if self.init is None:
             outer = _ns(self.root_pid)
             for child in _children(self.root_pid):
                 ns = _ns(child)
                 if ns is not None and ns != outer:
-                    self.namespace = ns
+                    self.namespace, self.init = ns, child
                     break
-            if self.namespace is None:
+            if self.init is None:
                 return []
-        found = []
-        for entry in os.scandir("/proc"):
-            if entry.name.isdigit() and _ns(int(entry.name)) == self.namespace:
-                found.append(int(entry.name))
+        found, todo = [], [self.init]
+        while todo:
+            pid = todo.pop()
+            if _ns(pid) == self.namespace:  # still the sandbox's (not a pid reused since)
+                found.append(pid)
+                todo += _children(pid)
         return found
 
     def check(self) -> Optional[str]:
@@ -158,9 +170,11 @@ class BoxWatch:
         if self.cgroup is not None:
             return self._cgroup_events()
         pids = self.processes()
-        usage = [u for u in (_usage(p) for p in pids) if u is not None]
-        rss = sum(u[0] for u in usage)
-        cpu = sum(u[1] for u in usage)
+        usage = [(p, u) for p, u in ((p, _usage(p)) for p in pids) if u is not None]
+        rss = sum(u[0] for _, u in usage)  # resident sizes: at least the PSS, so within them is within budget
+        cpu = sum(u[1] for _, u in usage)
+        if rss > self.memory_bytes:
+            rss = sum(_pss(p) or u[0] for p, u in usage)
         self.peak_bytes = max(self.peak_bytes, rss)
         if rss > self.memory_bytes:
             return (f"the sandbox's processes used {rss >> 20} MiB together, over its {self.memory_bytes >> 20} MiB "

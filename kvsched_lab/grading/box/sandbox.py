@@ -38,7 +38,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import List, Optional, Tuple
 
-from kvsched_lab.grading.box.leases import lease_uids
+from kvsched_lab.grading.box.leases import PROBE_UID
 from kvsched_lab.grading.box.limits import MAX_PROCESSES, POLL_SECONDS, BoxWatch, cgroup_v2_parent
 from kvsched_lab.i18n import N_, _
 
@@ -269,12 +269,11 @@ def probe() -> Tuple[bool, str]:
 
     with tempfile.TemporaryDirectory(prefix="kvsched-probe-") as tmp:
         os.chmod(tmp, 0o755)
-        try:
-            with lease_uids() as lease:
-                cmd = bwrap_args(Path(tmp), Path(tmp), lease.uid(0)) + [sys.executable, "-I", "-c",
-                                                                        "import os; print(os.getpid())"]
-                proc = subprocess.run(cmd, capture_output=True, text=True, timeout=60,
-                                      preexec_fn=_limits(2048, 60, 4096))
+        try:  # as root, PROBE_UID: a batch's leased uids are its own, and the probe needs no lease
+            cmd = bwrap_args(Path(tmp), Path(tmp), PROBE_UID) + [sys.executable, "-I", "-c",
+                                                                 "import os; print(os.getpid())"]
+            proc = subprocess.run(cmd, capture_output=True, text=True, timeout=60,
+                                  preexec_fn=_limits(2048, 60, 4096))
         except (OSError, subprocess.TimeoutExpired) as e:
             return False, _("bwrap could not start: {error}", error=e)
     if proc.returncode != 0 or proc.stdout.strip() == "":

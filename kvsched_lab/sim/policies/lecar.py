@@ -57,7 +57,7 @@ class LeCaRPolicy(Policy):
             raise TypeError(f"seed must be an int, got {seed!r}")
         self.entries: "OrderedDict[Hashable, int]" = OrderedDict()  # LRU order, oldest first
         self.freq: Dict[Hashable, int] = {}
-        self.by_freq: Dict[int, Dict[Hashable, None]] = {1: {}}
+        self.by_freq: Dict[int, "OrderedDict[Hashable, None]"] = {1: OrderedDict()}  # OrderedDict: popping a plain dict's first key again and again scans its deleted slots
         self.min_freq = 1
         self.max_freq = 1
         self.ghost_lru: "OrderedDict[Hashable, Tuple[int, int]]" = OrderedDict()  # key -> (bytes, evicted at)
@@ -84,7 +84,10 @@ class LeCaRPolicy(Policy):
 
     def _link_freq(self, key: Hashable, f: int) -> None:
         self.freq[key] = f
-        self.by_freq.setdefault(f, {})[key] = None
+        node = self.by_freq.get(f)
+        if node is None:
+            node = self.by_freq[f] = OrderedDict()
+        node[key] = None
         if f > self.max_freq:
             self.max_freq = f
         if f < self.min_freq or len(self.freq) == 1:

@@ -76,12 +76,11 @@ class CountingBloomFilter:
 
     def add(self, key: Hashable) -> None:
         counters = self.counters
-        for x in self.slots(key):
+        for x in self._slots.get(key) or self.slots(key):
             counters[x] += 1
 
     def estimate(self, key: Hashable) -> int:
-        counters = self.counters
-        return min(counters[x] for x in self.slots(key))
+        return min(map(self.counters.__getitem__, self._slots.get(key) or self.slots(key)))
 
     def decay(self) -> None:
         """Halve every counter (integer halving, as libCacheSim's shift)."""

@@ -15,6 +15,7 @@ import importlib
 from typing import Dict, Hashable, Optional, Sequence
 
 from kvsched_lab.sim.policies.arc import ARCPolicy
+from kvsched_lab.sim.policies.arc_prefix import PrefixARCPolicy
 from kvsched_lab.sim.policies.base import Policy
 from kvsched_lab.sim.policies.belady import BeladyPolicy
 from kvsched_lab.sim.policies.fifo import FIFOPolicy
@@ -58,8 +59,8 @@ POLICIES: Dict[str, type] = {
     cls.name: cls
     for cls in (
         FIFOPolicy, LRUPolicy, LFUPolicy, _chapter["seed"], _chapter["seed-compact"],
-        GDSFPolicy, SievePolicy, S3FIFOPolicy, PrefixS3FIFOPolicy, RepeatS3FIFOPolicy, ARCPolicy, LeCaRPolicy,
-        WTinyLFUPolicy, VLLMPolicy, RadixPolicy, BeladyPolicy,
+        GDSFPolicy, SievePolicy, S3FIFOPolicy, PrefixS3FIFOPolicy, RepeatS3FIFOPolicy, ARCPolicy, PrefixARCPolicy,
+        LeCaRPolicy, WTinyLFUPolicy, VLLMPolicy, RadixPolicy, BeladyPolicy,
     )
     if cls is not None
 }
@@ -79,8 +80,8 @@ def make_policy(name: str, capacity_bytes: int, *, future: Optional[Sequence[Has
 
 __all__ = [
     "ARCPolicy", "BeladyPolicy", "CHAPTER_POLICIES", "FIFOPolicy", "GDSFPolicy", "LFUPolicy", "LRUPolicy",
-    "LeCaRPolicy", "POLICIES", "Policy", "PrefixS3FIFOPolicy", "RadixPolicy", "RepeatS3FIFOPolicy", "S3FIFOPolicy",
-    "SievePolicy", "VLLMPolicy", "WITHHELD", "WTinyLFUPolicy", "make_policy",
+    "LeCaRPolicy", "POLICIES", "Policy", "PrefixARCPolicy", "PrefixS3FIFOPolicy", "RadixPolicy", "RepeatS3FIFOPolicy",
+    "S3FIFOPolicy", "SievePolicy", "VLLMPolicy", "WITHHELD", "WTinyLFUPolicy", "make_policy",
 ]
 if _chapter["seed"] is not None:
     SeedPolicy = _chapter["seed"]

@@ -9,6 +9,10 @@ a block, a hash table sized to the cache), and compares hit or miss on every acc
 - fifo, lru, lfu and arc make libCacheSim's decision on every access;
 - s3fifo with `LIBCACHESIM_RULES` does too, and each of the four rules is needed for that
   (flip any one back to the course's and some access differs); the course's rules differ;
+- sieve makes libCacheSim's decision on every access at round capacities and at ones that are
+  not (333 and 2,005 blocks); wtinylfu and lecar do at the capacities `MATCHING` lists (the
+  others differ on a few accesses, documented there); libCacheSim's LeCaR draws from a
+  per-thread generator starting at 0, so it runs in a fresh thread, where that generator is its alone;
 - belady (MIN with bypass) is never below libCacheSim's Belady (MIN that always caches the
   missed block) and never above it with one more block: bypassing a block is at most as good as
   holding it in one spare slot until the next miss.
@@ -21,6 +25,7 @@ from __future__ import annotations
 import dataclasses
 import os
 import random
+import threading
 from functools import lru_cache
 
 import pytest
@@ -44,6 +49,7 @@ if _why:
 TRACES = ("conversation", "synthetic")
 HEAD_REQUESTS = 1200
 CAPACITIES = (200, 2000, 8000)  # blocks: multiples of 10, and S3-FIFO's small queue above one block
+ODD_CAPACITIES = (333, 2005)  # blocks: not round, so every share these policies take rounds down
 
 
 @lru_cache(maxsize=None)
@@ -62,6 +68,16 @@ def libcachesim_hits(policy, keys, capacity):
         req.obj_id, req.next_access_vtime = key, nxt
         hits.append(cache.get(req))
     return hits
+
+
+def libcachesim_hits_in_fresh_thread(policy, keys, capacity):
+    """`libcachesim_hits` in a new thread: libCacheSim's random state (``rand_seed``, one per
+    thread) then starts at 0 and no other cache has drawn from it."""
+    out = {}
+    worker = threading.Thread(target=lambda: out.update(hits=libcachesim_hits(policy, keys, capacity)))
+    worker.start()
+    worker.join()
+    return out["hits"]
 
 
 def course_hits(policy, lists):
@@ -87,6 +103,34 @@ def test_classic_policies_decide_as_libcachesim_on_every_access(name, trace):
         ours = course_hits(make_policy(name, capacity), lists)
         assert first_difference(ours, libcachesim_hits(name, keys, capacity), keys) is None, (name, capacity)
         assert 0 < sum(ours) < len(keys)  # real decisions: hits and misses both
+
+
+# Capacities (blocks) at which each policy makes libCacheSim's decision on every access of a
+# trace's head. sieve: all. wtinylfu: where main's SLRU segments (1/5 and 4/5, rounded down) fill
+# main exactly or nearly; at 200 and 333 blocks, and on the conversation head at 2,000 (2 accesses
+# of 33k, near its end), some decisions differ (docs/policy-notes.md). lecar: on the conversation
+# head it differs at 200 (1 access) and at 2,000 and 2,005 blocks (12 accesses), where one draw of
+# libCacheSim's picks the other expert. These heads do not test LeCaR's random choices: most of its
+# victims are blocks never touched again, so the draw rarely changes a hit (seeds 1-3 match too on
+# the synthetic head at 2,000 blocks); on a small hot/cold workload, where draws matter, ours and
+# libCacheSim's part within 60 accesses, cause not found (docs/policy-notes.md).
+MATCHING = {
+    "sieve": {"conversation": CAPACITIES + ODD_CAPACITIES, "synthetic": CAPACITIES + ODD_CAPACITIES},
+    "wtinylfu": {"conversation": (2005, 8000), "synthetic": (2000, 2005, 8000)},
+    "lecar": {"conversation": (333, 8000), "synthetic": CAPACITIES + ODD_CAPACITIES},
+}
+
+
+@pytest.mark.parametrize("trace", TRACES)
+@pytest.mark.parametrize("name", sorted(MATCHING))
+def test_adaptive_policies_decide_as_libcachesim_on_every_access(name, trace):
+    lists = trace_head(trace)
+    keys = [k for ids in lists for k in ids]
+    for capacity in MATCHING[name][trace]:
+        ours = course_hits(make_policy(name, capacity), lists)
+        theirs = libcachesim_hits_in_fresh_thread(name, keys, capacity)
+        assert first_difference(ours, theirs, keys) is None, (name, capacity)
+        assert 0 < sum(ours) < len(keys)
 
 
 @pytest.mark.parametrize("trace", TRACES)

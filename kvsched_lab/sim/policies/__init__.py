@@ -15,17 +15,21 @@ import importlib
 from typing import Dict, Hashable, Optional, Sequence
 
 from kvsched_lab.sim.policies.arc import ARCPolicy
+from kvsched_lab.sim.policies.arc_prefix import PrefixARCPolicy
 from kvsched_lab.sim.policies.base import Policy
 from kvsched_lab.sim.policies.belady import BeladyPolicy
 from kvsched_lab.sim.policies.fifo import FIFOPolicy
 from kvsched_lab.sim.policies.gdsf import GDSFPolicy
+from kvsched_lab.sim.policies.lecar import LeCaRPolicy
 from kvsched_lab.sim.policies.lfu import LFUPolicy
 from kvsched_lab.sim.policies.lru import LRUPolicy
 from kvsched_lab.sim.policies.radix import RadixPolicy
 from kvsched_lab.sim.policies.s3fifo import S3FIFOPolicy
 from kvsched_lab.sim.policies.s3fifo_prefix import PrefixS3FIFOPolicy
 from kvsched_lab.sim.policies.s3fifo_repeat import RepeatS3FIFOPolicy
+from kvsched_lab.sim.policies.sieve import SievePolicy
 from kvsched_lab.sim.policies.vllm import VLLMPolicy
+from kvsched_lab.sim.policies.wtinylfu import WTinyLFUPolicy
 
 # Policies the student release withholds: registry name -> (module, class name).
 CHAPTER_POLICIES: Dict[str, tuple] = {
@@ -55,8 +59,8 @@ POLICIES: Dict[str, type] = {
     cls.name: cls
     for cls in (
         FIFOPolicy, LRUPolicy, LFUPolicy, _chapter["seed"], _chapter["seed-compact"],
-        GDSFPolicy, S3FIFOPolicy, PrefixS3FIFOPolicy, RepeatS3FIFOPolicy, ARCPolicy, VLLMPolicy, RadixPolicy,
-        BeladyPolicy,
+        GDSFPolicy, SievePolicy, S3FIFOPolicy, PrefixS3FIFOPolicy, RepeatS3FIFOPolicy, ARCPolicy, PrefixARCPolicy,
+        LeCaRPolicy, WTinyLFUPolicy, VLLMPolicy, RadixPolicy, BeladyPolicy,
     )
     if cls is not None
 }
@@ -76,8 +80,8 @@ def make_policy(name: str, capacity_bytes: int, *, future: Optional[Sequence[Has
 
 __all__ = [
     "ARCPolicy", "BeladyPolicy", "CHAPTER_POLICIES", "FIFOPolicy", "GDSFPolicy", "LFUPolicy", "LRUPolicy",
-    "POLICIES", "Policy", "PrefixS3FIFOPolicy", "RadixPolicy", "RepeatS3FIFOPolicy", "S3FIFOPolicy", "VLLMPolicy",
-    "WITHHELD", "make_policy",
+    "LeCaRPolicy", "POLICIES", "Policy", "PrefixARCPolicy", "PrefixS3FIFOPolicy", "RadixPolicy", "RepeatS3FIFOPolicy",
+    "S3FIFOPolicy", "SievePolicy", "VLLMPolicy", "WITHHELD", "WTinyLFUPolicy", "make_policy",
 ]
 if _chapter["seed"] is not None:
     SeedPolicy = _chapter["seed"]

@@ -1,0 +1,162 @@
+"""LeCaR (Vietri et al., "Driving cache replacement with ML-based LeCaR", HotStorage'18).
+
+Two experts, LRU and LFU, each naming a victim; a learned weight chooses between them, and
+regret, measured with ghost lists, trains the weight online.
+
+Rules (as libCacheSim 0.3.5 runs them, ``cache/eviction/LeCaR.c``; this policy makes its decision
+on every access, tests/test_crosscheck_libcachesim.py):
+
+1. Every cached block has a recency (an LRU list) and a frequency (hits + 1; LFU ties go to the
+   block that reached that frequency first).
+2. To evict, the LRU expert names the least recently used block and the LFU expert the first
+   block of the lowest frequency. If both name the same block it is evicted and remembered by
+   neither. Otherwise a random draw ``r`` picks LRU's block when ``r < w_lru``, else LFU's, and
+   the block goes to the ghost list of the expert that chose it (key and eviction time only).
+3. Each ghost list is a FIFO of at most half the capacity in bytes.
+4. A miss on a block in a ghost list is a *regret* of the expert that evicted it: that expert's
+   weight is multiplied by ``exp(-lr * dr ** t)``, ``t`` the touches since the eviction, and the
+   two weights are renormalised (``1e-10`` added to each, so none reaches 0). ``lr = 0.45``,
+   ``dr = 0.005 ** (1 / capacity)`` (a regret a cache's length late counts 0.5% of a fresh one),
+   both weights start at 0.5. The block leaves the ghost list and is cached as a new block.
+
+The draw. libCacheSim draws ``r = (x % 100) / 100`` from Knuth's MMIX linear congruential
+generator ``x <- 6364136223846793005 x + 1442695040888963407 (mod 2**64)``, whose state is one
+per thread and starts at 0; it draws only when the experts disagree. `LeCaRPolicy` uses the same
+generator, its state starting at ``seed`` (default 0): the same seed, the same decisions. (In
+libCacheSim the state is shared by every cache of a thread, so its LeCaR matches this one only
+as the first user of a fresh thread's generator, which is how the crosscheck runs it.)
+
+Layout. ``entries`` is an `OrderedDict` in LRU order; ``freq`` maps each key to its frequency and
+``by_freq`` each frequency to an insertion-ordered dict of its keys; ``min_freq`` is the lowest
+frequency in use. Ghosts are `OrderedDict`s key -> (bytes, eviction time). O(1) per touch but
+for the rare walk up to the next used frequency when the lowest one empties.
+"""
+from __future__ import annotations
+
+import math
+from collections import OrderedDict
+from typing import Dict, Hashable, List, Optional, Sequence, Tuple
+
+from kvsched_lab.sim.policies.base import Policy
+
+LEARNING_RATE = 0.45
+DISCOUNT_AT_CAPACITY = 0.005  # dr ** capacity: the weight of a regret one cache length late
+MMIX_MULTIPLIER = 6364136223846793005
+MMIX_INCREMENT = 1442695040888963407
+MASK64 = (1 << 64) - 1
+
+
+class LeCaRPolicy(Policy):
+    """LeCaR; ``w_lru`` and ``w_lfu`` are the experts' weights, ``ghost_lru``/``ghost_lfu`` their regrets."""
+
+    name = "lecar"
+
+    def __init__(self, capacity_bytes: int, *, future: Optional[Sequence[Hashable]] = None, seed: int = 0) -> None:
+        super().__init__(capacity_bytes, future=future)
+        if isinstance(seed, bool) or not isinstance(seed, int):
+            raise TypeError(f"seed must be an int, got {seed!r}")
+        self.entries: "OrderedDict[Hashable, int]" = OrderedDict()  # LRU order, oldest first
+        self.freq: Dict[Hashable, int] = {}
+        self.by_freq: Dict[int, "OrderedDict[Hashable, None]"] = {1: OrderedDict()}  # OrderedDict: popping a plain dict's first key again and again scans its deleted slots
+        self.min_freq = 1
+        self.max_freq = 1
+        self.ghost_lru: "OrderedDict[Hashable, Tuple[int, int]]" = OrderedDict()  # key -> (bytes, evicted at)
+        self.ghost_lfu: "OrderedDict[Hashable, Tuple[int, int]]" = OrderedDict()
+        self.ghost_lru_bytes = self.ghost_lfu_bytes = 0
+        self.ghost_limit = capacity_bytes // 2
+        self.w_lru = self.w_lfu = 0.5
+        self.lr = LEARNING_RATE
+        self.dr = DISCOUNT_AT_CAPACITY ** (1.0 / capacity_bytes)
+        self.rand_state = seed & MASK64
+        self._expert = 0  # who chose the victim being evicted: 1 LRU, 2 LFU, 0 both
+
+    # -- the LFU expert's lists --------------------------------------------------------------
+    def _unlink_freq(self, key: Hashable) -> int:
+        f = self.freq.pop(key)
+        node = self.by_freq[f]
+        del node[key]
+        if not node and f == self.min_freq:
+            while self.min_freq < self.max_freq:  # the walk up to the next used frequency
+                self.min_freq += 1
+                if self.by_freq.get(self.min_freq):
+                    break
+        return f
+
+    def _link_freq(self, key: Hashable, f: int) -> None:
+        self.freq[key] = f
+        node = self.by_freq.get(f)
+        if node is None:
+            node = self.by_freq[f] = OrderedDict()
+        node[key] = None
+        if f > self.max_freq:
+            self.max_freq = f
+        if f < self.min_freq or len(self.freq) == 1:
+            self.min_freq = f
+
+    # -- hooks ---------------------------------------------------------------------------------
+    def on_hit(self, key: Hashable) -> None:
+        self.entries.move_to_end(key)
+        self._link_freq(key, self._unlink_freq(key) + 1)
+
+    def _regret(self, t: int, lru_regrets: bool) -> None:
+        r = self.dr ** t
+        if lru_regrets:
+            w_up, w_other = self.w_lru, self.w_lfu
+        else:
+            w_up, w_other = self.w_lfu, self.w_lru
+        w_up = w_up * math.exp(-self.lr * r) + 1e-10
+        s = w_up + w_other + 2e-10
+        w_up, w_other = w_up / s, (w_other + 1e-10) / s
+        if lru_regrets:
+            self.w_lru, self.w_lfu = w_up, w_other
+        else:
+            self.w_lfu, self.w_lru = w_up, w_other
+
+    def on_miss(self, key: Hashable, size: int) -> bool:
+        ghost = self.ghost_lru.pop(key, None)
+        if ghost is not None:
+            self.ghost_lru_bytes -= ghost[0]
+            self._regret(self.time - ghost[1], lru_regrets=True)
+            return True
+        ghost = self.ghost_lfu.pop(key, None)
+        if ghost is not None:
+            self.ghost_lfu_bytes -= ghost[0]
+            self._regret(self.time - ghost[1], lru_regrets=False)
+        return True
+
+    def draw(self) -> float:
+        """The next ``r`` in [0, 1): libCacheSim's MMIX step, ``(x % 100) / 100``."""
+        self.rand_state = (MMIX_MULTIPLIER * self.rand_state + MMIX_INCREMENT) & MASK64
+        return (self.rand_state % 100) / 100.0
+
+    def victim(self) -> Hashable:
+        lru_key = next(iter(self.entries))
+        lfu_key = next(iter(self.by_freq[self.min_freq]))
+        if lru_key == lfu_key:
+            self._expert = 0
+            return lru_key
+        if self.draw() < self.w_lru:
+            self._expert = 1
+            return lru_key
+        self._expert = 2
+        return lfu_key
+
+    def on_evict(self, key: Hashable, size: int) -> None:
+        self._unlink_freq(key)
+        if self._expert == 1:
+            self.ghost_lru[key] = (size, self.time)
+            self.ghost_lru_bytes += size
+            while self.ghost_lru_bytes > self.ghost_limit:
+                self.ghost_lru_bytes -= self.ghost_lru.popitem(last=False)[1][0]
+        elif self._expert == 2:
+            self.ghost_lfu[key] = (size, self.time)
+            self.ghost_lfu_bytes += size
+            while self.ghost_lfu_bytes > self.ghost_limit:
+                self.ghost_lfu_bytes -= self.ghost_lfu.popitem(last=False)[1][0]
+
+    def on_insert(self, key: Hashable, size: int) -> None:
+        self._link_freq(key, 1)
+
+    def snapshot(self) -> List[Tuple[Hashable, int, int]]:
+        """``(key, bytes, frequency)``, most recently used first."""
+        return [(k, b, self.freq[k]) for k, b in reversed(self.entries.items())]

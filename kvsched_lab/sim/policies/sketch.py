@@ -1,0 +1,87 @@
+"""The frequency sketch behind W-TinyLFU (wtinylfu.py): a counting Bloom filter, as libCacheSim builds it.
+
+TinyLFU (Einziger et al., ACM ToS 2017) estimates how often each key was seen recently with a
+few counters per key shared by all keys: adding a key increments its ``hashes`` counters, its
+estimate is the smallest of them (an over-estimate only, when other keys share all of them), and
+every ``decay_every`` additions all counters are halved, so the counts forget old traffic.
+
+The sizes and hashes are libCacheSim 0.3.5's (``dataStructure/minimalIncrementCBF.c``), so that
+W-TinyLFU admits exactly what its ``WTinyLFU`` admits: for ``entries`` keys and error 0.001,
+``-ln(0.001) / ln(2)**2`` = 14.4 counters a key and ``ceil(ln 2 * 14.4)`` = 10 hashes; key ``k``'s
+i-th counter is ``(a + i * b) mod counters`` in 32-bit arithmetic, ``a`` and ``b`` the low 32 bits
+of XXH64 of its 8 bytes with seeds 0x12345678 and 0x12344321. (Its name says "minimal increment",
+but every one of the 10 counters is incremented, not only the smallest: the same here.)
+
+XXH64 (Collet's xxHash, 64-bit) is written out below for an 8-byte input only, which is all
+libCacheSim hashes. A key that is a non-negative int below 2**64 is hashed as its own 8 bytes
+(libCacheSim's object id); any other key as the first 8 bytes of a BLAKE2b digest of its
+``repr``, stable across processes (Python's own ``hash`` of a str is not). A key's counter
+positions are computed once and remembered.
+"""
+from __future__ import annotations
+
+import hashlib
+import math
+from typing import Dict, Hashable, List, Tuple
+
+MASK64 = (1 << 64) - 1
+MASK32 = (1 << 32) - 1
+P1, P2, P3 = 0x9E3779B185EBCA87, 0xC2B2AE3D27D4EB4F, 0x165667B19E3779F9
+P4, P5 = 0x85EBCA77C2B2AE63, 0x27D4EB2F165667C5
+SEED_A, SEED_B = 0x12345678, 0x12344321
+ERROR_RATE = 0.001
+
+
+def _rotl64(x: int, r: int) -> int:
+    return ((x << r) | (x >> (64 - r))) & MASK64
+
+
+def xxh64_u64(value: int, seed: int) -> int:
+    """XXH64 of the 8 little-endian bytes of `value` (0 <= value < 2**64)."""
+    h = (seed + P5 + 8) & MASK64
+    k = _rotl64((value * P2) & MASK64, 31) * P1 & MASK64  # one round on a zero accumulator
+    h = (_rotl64(h ^ k, 27) * P1 + P4) & MASK64
+    h ^= h >> 33
+    h = h * P2 & MASK64
+    h ^= h >> 29
+    h = h * P3 & MASK64
+    return h ^ (h >> 32)
+
+
+def key_u64(key: Hashable) -> int:
+    """The 8 bytes hashed for `key`: itself for a non-negative int below 2**64, else a stable digest."""
+    if isinstance(key, int) and not isinstance(key, bool) and 0 <= key <= MASK64:
+        return key
+    return int.from_bytes(hashlib.blake2b(repr(key).encode(), digest_size=8).digest(), "little")
+
+
+class CountingBloomFilter:
+    """Counters for about `entries` keys; ``add`` counts a key, ``estimate`` reads its count."""
+
+    def __init__(self, entries: int) -> None:
+        per_key = -math.log(ERROR_RATE) / 0.480453013918201  # ln(2)**2
+        self.hashes = int(math.ceil(0.693147180559945 * per_key))
+        self.num_counters = max(int(math.ceil(per_key * entries)), 2 * self.hashes)
+        self.counters: List[int] = [0] * self.num_counters
+        self._slots: Dict[Hashable, Tuple[int, ...]] = {}
+
+    def slots(self, key: Hashable) -> Tuple[int, ...]:
+        """The counter positions of `key` (computed once)."""
+        got = self._slots.get(key)
+        if got is None:
+            v = key_u64(key)
+            a, b, n = xxh64_u64(v, SEED_A) & MASK32, xxh64_u64(v, SEED_B) & MASK32, self.num_counters
+            got = self._slots[key] = tuple(((a + i * b) & MASK32) % n for i in range(self.hashes))
+        return got
+
+    def add(self, key: Hashable) -> None:
+        counters = self.counters
+        for x in self._slots.get(key) or self.slots(key):
+            counters[x] += 1
+
+    def estimate(self, key: Hashable) -> int:
+        return min(map(self.counters.__getitem__, self._slots.get(key) or self.slots(key)))
+
+    def decay(self) -> None:
+        """Halve every counter (integer halving, as libCacheSim's shift)."""
+        self.counters = [c >> 1 for c in self.counters]

@@ -1,0 +1,35 @@
+"""arc-prefix: ARC's decisions with a request's blocks refreshed tail first and prompts' last blocks
+bypassed, traced by hand from the module docstring."""
+from kvsched_lab.sim.policies import make_policy
+
+
+def test_a_finished_requests_tail_leaves_before_its_head():
+    """Capacity 3. Request [a, b, c, x]: a, b, c are cached (x, the last block, is bypassed).
+    ARC puts them in T1 head first; when the next request arrives they are refreshed tail
+    first, so T1 holds c, b, a (a the newest). Request [d, y]: d misses, T1 is full and over p
+    = 0, so T1's oldest goes: c, the tail, where plain ARC evicts a, the head."""
+    ours, plain = make_policy("arc-prefix", 3), make_policy("arc", 3)
+    lists = [["a", "b", "c", "x"], ["d", "y"]]
+    assert ours.replay_requests(lists, 1) == [0, 0]
+    plain.replay_requests(lists, 1)
+    assert list(ours.log) == ["add:a", "add:b", "add:c", "skip:x", "evict:c", "add:d", "skip:y"]
+    assert "evict:a" in list(plain.log) and "add:x" in list(plain.log)
+    assert [k for k, _, _ in ours.snapshot()] == ["d", "a", "b"]
+
+
+def test_the_next_request_finds_the_whole_head_cached():
+    """The point of rule 1: after the eviction above, a request re-sending [a, b, c] finds its
+    first two blocks cached (2 prefix hits); plain ARC lost a, so it finds none."""
+    ours, plain = make_policy("arc-prefix", 3), make_policy("arc", 3)
+    lists = [["a", "b", "c", "x"], ["d", "y"], ["a", "b", "c", "z"]]
+    assert ours.replay_requests(lists, 1)[-1] == 2
+    assert plain.replay_requests(lists, 1)[-1] == 0
+
+
+def test_a_bypassed_block_leaves_arcs_state_as_it_was():
+    """A prompt's last block is skipped before ARC's bookkeeping: no ghost is trimmed, p stays."""
+    arc = make_policy("arc-prefix", 2)
+    arc.replay_requests([["a", "b"], ["c", "d"], ["e", "f"]], 1)  # a, c, e cached in turn; b, d, f skipped
+    before = (dict(arc.t1), dict(arc.b1), arc.p)
+    arc.replay_requests([["e", "b"]], 1)  # e hits (to T2), b is the last block: skipped again
+    assert list(arc.log)[-1] == "skip:b" and (dict(arc.b1), arc.p) == (before[1], before[2])

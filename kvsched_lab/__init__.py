@@ -19,6 +19,8 @@ below are the package's public API, each imported from its concern when first as
 from importlib import import_module
 from typing import Any
 
+__version__ = "0.1.0"  # the distribution's version (pyproject.toml reads it); a tag v0.1.0 publishes it
+
 from kvsched_lab.sim.events import EventLog, iter_events
 from kvsched_lab.sim.invariants import check_invariants
 from kvsched_lab.sim.scheduler import CacheEntry, SchedulerSkeleton, build_scheduler

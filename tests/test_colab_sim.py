@@ -184,3 +184,76 @@ def test_notebook_runs_alone_on_a_simulated_colab(runtime, name):
     assert summary["torch"] == runtime.torch, "the setup cell must leave torch as it was"
     assert not (runtime.venv.site_packages / "torch").exists()
     assert not (folder.parent / "shared").exists() and not (home / ".cache" / "kvsched-lab").exists()
+
+
+# A package index on the loopback: pip's configured index (a mirror, ModelScope's default) as the
+# setup cell meets it when GitHub cannot be reached.
+SERVE_AND_RUN = r'''
+import os, socket, subprocess, sys, time
+index, driver, notebook, summary = sys.argv[1:5]
+with socket.socket() as probe:
+    probe.bind(("127.0.0.1", 0))
+    port = probe.getsockname()[1]
+server = subprocess.Popen([sys.executable, "-m", "http.server", str(port), "--bind", "127.0.0.1", "--directory", index],
+                          stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+try:
+    for _ in range(200):
+        try:
+            socket.create_connection(("127.0.0.1", port), timeout=1).close()
+            break
+        except OSError:
+            time.sleep(0.05)
+    env = dict(os.environ, PIP_INDEX_URL=f"http://127.0.0.1:{port}/simple/")
+    sys.exit(subprocess.run([sys.executable, driver, notebook, summary], env=env).returncode)
+finally:
+    server.terminate()
+    server.wait()
+'''
+
+
+def simple_index(folder: Path, wheel: Path) -> Path:
+    """A PEP 503 index holding one project, kvsched-lab, with `wheel` (and its sha256, as PyPI gives it)."""
+    import hashlib
+
+    (folder / "files").mkdir(parents=True)
+    shutil.copy(wheel, folder / "files" / wheel.name)
+    digest = hashlib.sha256(wheel.read_bytes()).hexdigest()
+    (folder / "simple" / "kvsched-lab").mkdir(parents=True)
+    (folder / "simple" / "index.html").write_text('<a href="kvsched-lab/">kvsched-lab</a>\n')
+    (folder / "simple" / "kvsched-lab" / "index.html").write_text(
+        f'<a href="../../files/{wheel.name}#sha256={digest}">{wheel.name}</a>\n')
+    return folder
+
+
+def test_setup_cell_installs_the_pinned_release_from_the_index_when_github_is_unreachable(runtime, wheel):
+    """The route from mainland China: no GitHub, the package index pip is configured with."""
+    import kvsched_lab
+    from kvsched_lab.course.setup_cell import setup_cell
+    from kvsched_lab.notebook_files import cell_source, read_notebook, write_notebook
+
+    name = "00_setup_and_tour.ipynb"
+    folder, home = runtime.empty_dir("index-route"), runtime.empty_dir("index-home")
+    nb = read_notebook(ROOT / "notebooks" / name)
+    if not runtime.offline:  # the network is not cut here: make "GitHub" a port that refuses at once
+        first = next(c for c in nb["cells"] if c["cell_type"] == "code")
+        assert "github.com" in cell_source(first)
+        first["source"] = setup_cell("https://127.0.0.1:9/kvsched-lab/kvsched-lab")
+    write_notebook(nb, folder / name)
+    index = simple_index(runtime.base / "index", wheel)
+    launcher = runtime.base / "serve_and_run.py"
+    launcher.write_text(SERVE_AND_RUN)
+    env = runtime.venv.env(home=home)  # no KVSCHED_REPO_URL, no --no-index: pip's own configuration
+    try:
+        runtime.run_offline([str(launcher), str(index), str(DRIVER), str(folder / name), str(folder / "summary.json")],
+                            folder, env)
+        summary = json.loads((folder / "summary.json").read_text())
+        version = runtime.venv.run(["-c", "import importlib.metadata as m; print(m.version('kvsched-lab'))"],
+                                   cwd=folder).stdout.strip()
+    finally:
+        runtime.uninstall_lab()
+    assert summary["errors"] == [], summary["errors"]
+    site = str(runtime.venv.site_packages)
+    assert f"installed from kvsched-lab=={kvsched_lab.__version__} into {site}" in summary["setup_output"], \
+        summary["setup_output"]
+    assert version == kvsched_lab.__version__
+    assert summary["torch"] == runtime.torch, "the setup cell must leave torch as it was"

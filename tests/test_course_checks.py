@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 
 import kvsched_lab.course as lab
-from kvsched_lab.course.hints import HINTS
+from kvsched_lab.course.hints import HINTS, HintProgress
 from kvsched_lab.i18n import LANG_ENV
 from kvsched_lab.i18n.messages import catalogue
 from kvsched_lab.sim.scheduler import ALL_TODO_METHODS, TODO_METHODS, SchedulerSkeleton
@@ -267,8 +267,34 @@ def test_each_call_of_hint_shows_the_next_of_four_tiers(name, answers, capsys):
     assert f"hint 4/4: {HINTS[name][3]}" in again and f"lab.reveal({name!r})" in again
     lab.hint(name, 2)  # an explicit tier still works, and does not lower the progress
     assert f"hint 2/4: {HINTS[name][1]}" in capsys.readouterr().out
+    assert HintProgress(answers).shown()[name] == 4
     lab.hint(name, 9)
     assert f"hint 4/4: {HINTS[name][3]}" in capsys.readouterr().out
+
+
+def test_a_hint_asked_for_by_number_spends_nothing(answers, capsys):
+    """Before: every call counted, so running notebook 00's tour twice spent tiers 1-2 of `score`
+    and the zh tour, run next, showed the near-answer tier 3."""
+    for _ in range(3):  # the tour, run three times (either edition: one answers folder)
+        lab.hint("score", 1)
+        out = capsys.readouterr().out
+        assert f"hint 1/4: {HINTS['score'][0]}" in out and "not counted" in out and "goes on from hint 1" in out
+    assert HintProgress(answers).shown() == {}
+    lab.hint("score")  # the learner's own first ask, in notebook 02: tier 1
+    assert "hint 1/4" in capsys.readouterr().out
+    lab.hint("score", 3)
+    assert "goes on from hint 2" in capsys.readouterr().out
+    lab.hint("score")
+    assert "hint 2/4" in capsys.readouterr().out
+
+
+def test_the_tour_asks_for_its_hint_by_number():
+    from kvsched_lab.notebook_files import cell_source, read_notebook
+
+    for path in (ROOT / "notebooks" / "00_setup_and_tour.ipynb", ROOT / "notebooks" / "zh" / "00_setup_and_tour.ipynb"):
+        calls = [line for c in read_notebook(path)["cells"] if c["cell_type"] == "code"
+                 for line in cell_source(c).splitlines() if "lab.hint(" in line]
+        assert calls and all(re.search(r"lab\.hint\(\"\w+\", \d\)", line) for line in calls), calls
 
 
 def test_hint_progress_is_per_session_folder_and_survives_a_new_import(answers, tmp_path, monkeypatch, capsys):

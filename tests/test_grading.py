@@ -388,7 +388,8 @@ def test_release_builds_a_bundle_that_verifies_itself(release):
     out, code, base = release
     assert code == 0
     assert (out / "kvsched_lab" / "sim" / "scheduler.py").is_file() and (out / "README.md").is_file()
-    assert (out / "docs" / "policy-notes.md").read_text() == (ROOT / "docs" / "policy-notes.md").read_text()
+    for doc in ("docs/policy-notes.md", "README.zh.md", "docs/glossary.md"):  # the zh edition's guide and terms too
+        assert (out / doc).read_text() == (ROOT / doc).read_text(), doc
     for gone in ("solutions", "tests", "kvsched_lab/grading", *WITHHELD_FILES):
         assert not (out / gone).exists(), gone
     assert set(WITHHELD_FILES) == {"kvsched_lab/sim/policies/seed.py", "kvsched_lab/sim/policies/seed_compact.py"}

@@ -14,7 +14,7 @@ from kvsched_lab.cli.main import main
 
 ROOT = Path(__file__).resolve().parents[1]
 # conda names that differ from PyPI names
-CONDA_NAMES = {"pytorch": "torch"}
+CONDA_NAMES = {"pytorch": "torch", "python-build": "build"}
 
 
 def _name_spec(req: str):
@@ -81,6 +81,10 @@ def test_doctor_reports_every_component(capsys):
     for word in ("python", "torch", "gpu", "jupyterlab", "ipywidgets", "matplotlib"):
         assert word in out
     assert code in (0, 1) and ("all set" in out) == (code == 0)
+    import torch
+
+    if not torch.cuda.is_available():  # the GPU advice covers both hosted platforms learners use
+        assert "On Colab: Runtime > Change runtime type > GPU" in out and "On ModelScope:" in out
 
 
 def test_doctor_reads_jupyterlabs_version_without_importing_it(monkeypatch):
@@ -114,3 +118,53 @@ def test_doctor_shows_the_grading_sandbox_only_to_instructors_who_ask(monkeypatc
     monkeypatch.setattr(sandbox, "probe", lambda: (True, "bubblewrap works: learner code runs sandboxed"))
     assert main(["doctor", "--grading"]) == learner
     assert re.search(r"^ok +grading sandbox ", capsys.readouterr().out, re.M)
+
+
+# --------------------------------------------------------------------------- the package index
+def test_the_distributions_pass_twine_check_and_hold_no_reference_or_tests(tmp_path):
+    """What `.github/workflows/publish.yml` uploads on a tag: built here the same way and checked
+    as PyPI checks it. Before, the sdist held tests/ (the chapter's answer lines) and the licence
+    was a deprecated table."""
+    import tarfile
+    import zipfile
+
+    import pytest
+
+    pytest.importorskip("build")
+    pytest.importorskip("twine")
+    import kvsched_lab
+
+    subprocess.run([sys.executable, "-m", "build", "--no-isolation", "-o", str(tmp_path), str(ROOT)],
+                   check=True, capture_output=True, timeout=600)
+    wheel, = tmp_path.glob("kvsched_lab-*.whl")
+    sdist, = tmp_path.glob("kvsched_lab-*.tar.gz")
+    assert wheel.name == f"kvsched_lab-{kvsched_lab.__version__}-py3-none-any.whl"
+    check = subprocess.run([sys.executable, "-m", "twine", "check", "--strict", str(wheel), str(sdist)],
+                           capture_output=True, text=True)
+    assert check.returncode == 0 and check.stdout.count("PASSED") == 2, check.stdout + check.stderr
+    names = zipfile.ZipFile(wheel).namelist()
+    with tarfile.open(sdist) as tar:
+        sdist_names = [n.split("/", 1)[1] for n in tar.getnames() if "/" in n]
+    for listing in (names, sdist_names):
+        assert not [n for n in listing if n.startswith(("solutions/", "tests/", "notebooks/"))]
+    assert "kvsched_lab/data/traces/mooncake_conversation_trace.jsonl.xz" in names
+    assert "kvsched_lab/data/traces/mooncake_synthetic_trace.jsonl.xz" in sdist_names
+    meta = zipfile.ZipFile(wheel).read(f"kvsched_lab-{kvsched_lab.__version__}.dist-info/METADATA").decode()
+    for field in ("Name: kvsched-lab", f"Version: {kvsched_lab.__version__}", "License-Expression: Apache-2.0",
+                  "Description-Content-Type: text/markdown", "Project-URL: Source,", "Requires-Python: >=3.10",
+                  "Classifier: Natural Language :: Chinese (Simplified)"):
+        assert field in meta, field
+    assert "# kvsched-lab" in meta.split("\n\n", 1)[1][:2000]  # the README is the long description
+
+
+def test_a_tag_publishes_by_trusted_publishing_after_the_same_checks():
+    yaml = __import__("pytest").importorskip("yaml")
+    flow = yaml.safe_load((ROOT / ".github" / "workflows" / "publish.yml").read_text())
+    assert flow[True] == {"push": {"tags": ["v*"]}}  # YAML reads the key `on` as True; tags only
+    build, publish = flow["jobs"]["build"], flow["jobs"]["publish"]
+    script = "\n".join(step.get("run", "") for step in build["steps"])
+    assert "twine check --strict" in script and "python -m build" in script
+    assert "__version__" in script and "GITHUB_REF_NAME" in script  # the tag must be the pinned version
+    assert publish["needs"] == "build" and publish["permissions"] == {"id-token": "write"}
+    assert any(step.get("uses", "").startswith("pypa/gh-action-pypi-publish@") for step in publish["steps"])
+    assert not any("password" in str(step) or "token" in str(step.get("with", {})) for step in publish["steps"])

@@ -1,7 +1,7 @@
 """`lab.row`: printed table lines that stay aligned when a header is Chinese."""
 import pytest
 
-from kvsched_lab.course.table import pad, row
+from kvsched_lab.course.table import pad, row, yes_no
 from kvsched_lab.i18n.width import display_width
 
 
@@ -30,3 +30,25 @@ def test_pad_keeps_its_trailing_spaces_so_a_chinese_row_label_lines_up_mid_line(
     assert {display_width(line[: line.index("ms")]) for line in lines} == {15}
     assert [f"{name:<10}{12:>4} ms".index("12") for name in labels] == [12, 12, 12]  # characters, not columns
     assert pad("策略", 6) == "  策略" and pad("a very long", -3) == "a very long"
+
+
+def test_a_printed_flag_reads_yes_or_no_in_the_readers_language(monkeypatch):
+    """Before: cells printed `{flag}` or `{flag!s:>5}`, and the zh edition showed True / False (6 places in 08, 09)."""
+    import json
+    from pathlib import Path
+
+    from kvsched_lab.i18n import LANG_ENV
+
+    monkeypatch.setenv(LANG_ENV, "en")
+    assert (yes_no(True), yes_no(False), yes_no(0), yes_no([1])) == ("yes", "no", "no", "yes")
+    monkeypatch.setenv(LANG_ENV, "zh")
+    assert (yes_no(True), yes_no(False)) == ("是", "否")
+    assert pad(yes_no(True), 4) == "  是"  # one wide character: two columns
+    root = Path(__file__).resolve().parents[1]
+    for name in ("08_pinning_free_queue_radix_preemption", "09_kv_tiers_hot_path"):
+        for path in (root / "notebooks" / f"{name}.ipynb", root / "notebooks" / "zh" / f"{name}.ipynb"):
+            for cell in json.loads(path.read_text(encoding="utf-8"))["cells"]:
+                src = "".join(cell["source"])
+                if cell["cell_type"] == "code":  # a bool field in an f-string prints True / False in any language
+                    for flag in ("match']}", "!s:", "identical']}", "exact']}", "'pinned' if"):
+                        assert flag not in src, (path.name, flag)

@@ -66,7 +66,8 @@ def diagnose(grading: bool = False) -> List[Row]:
                                         name=props.name, gib=props.total_memory / 2**30)))
         else:
             rows.append(("gpu", True, _("none: KV blocks live on the CPU in fp32 (every lesson runs; timings "
-                                        "differ). On Colab: Runtime > Change runtime type > GPU")))
+                                        "differ). On Colab: Runtime > Change runtime type > GPU. On ModelScope: "
+                                        "stop this instance and start a GPU one under My Notebook")))
     for name, find, advice in [
         ("jupyterlab", _server_version, N_("`make lab` installs it; Colab/ModelScope bring their own")),
         ("ipywidgets", _version, N_("sliders fall back to plain function calls without it: pip install ipywidgets")),

@@ -23,7 +23,7 @@ aging TODO), practice.py (the practice TODOs' checks: notebook 08's, and noteboo
 `tier_choice` from practice_tiers.py; practice_base.py holds what they share), hints.py (four hint
 tiers, `reveal`), answers.py and answers_io.py (the answers folder; Colab downloads and Drive),
 predict.py (predict, then run), setup_cell.py (every notebook's first cell), todos.py (finding,
-filling and loading TODO cells), widgets.py and plots.py (the notebooks' widgets and figures), table.py (`lab.row`, `lab.pad`),
+filling and loading TODO cells), widgets.py and plots.py (the notebooks' widgets and figures), table.py (`lab.row`, `lab.pad`, `lab.yes_no`),
 leaderboard.py (policies ranked by the share of the LRU-to-Belady gap closed) and challenge.py
 (notebook 07's public and private scores). The course builds on the scheduling lab and the KV machinery, never on grading.
 """
@@ -39,7 +39,7 @@ from kvsched_lab.course.answers_io import download_answers, upload_answers, use_
 from kvsched_lab.course.checks import NOTEBOOK_OF, TODO_NAMES, CheckFailed, NotAttempted, Result, grade
 from kvsched_lab.course.hints import hint, hint_reset, reveal
 from kvsched_lab.course.predict import compare_prediction
-from kvsched_lab.course.table import pad, row
+from kvsched_lab.course.table import pad, row, yes_no
 from kvsched_lab.i18n import _, get_language
 from kvsched_lab.i18n import set_language as _set_message_language
 from kvsched_lab.i18n.fonts import use_figure_language
@@ -87,5 +87,5 @@ __all__ = [
     "answer_status", "answers_dir", "check", "compare_prediction", "download_answers", "fallback_scheduler",
     "get_language", "grade", "hint", "hint_reset", "is_chapter_scheduler", "pad", "report_setup", "row",
     "set_language", "load_answers", "my_scheduler", "needs_chapter", "reveal", "save_answer", "scheduler_source",
-    "show_scheduler", "status", "upload_answers", "use_drive",
+    "show_scheduler", "status", "upload_answers", "use_drive", "yes_no",
 ]

@@ -5,8 +5,9 @@ Tiers: 1 the idea (why this piece exists); 2 where to look (which fields, in whi
 No tier holds the answer's code line (tests/test_course_checks.py pastes every code fragment of
 every tier into the stub and checks that none passes).
 
-``lab.hint(name)`` shows the next tier each time it is called; ``lab.hint(name, level)`` shows
-that tier. Which tier comes next is `HintProgress`, a small JSON file in the answers folder
+``lab.hint(name)`` shows the next tier each time it is called and counts it; ``lab.hint(name, level)``
+shows that tier and counts nothing, so the tour (notebook 00) and a look back never spend a
+learner's hints. Which tier comes next is `HintProgress`, a small JSON file in the answers folder
 (`kvsched_lab.course.answers.answers_dir`): it belongs to the learner's session, not to a
 kernel, so re-running a cell, restarting the kernel or opening another notebook never resets
 or skips a tier, and ``lab.hint_reset(name)`` starts a TODO's hints over.
@@ -165,7 +166,8 @@ def _progress() -> HintProgress:
 
 
 def hint(name: str, level: Optional[int] = None) -> None:
-    """Print the next hint tier for TODO `name` (1 the idea ... 4 nearly there), or tier `level`."""
+    """Print the next hint tier for TODO `name` (1 the idea ... 4 nearly there) and count it, or
+    tier `level` without counting it."""
     _known(name)
     progress = _progress()
     if level is None:
@@ -174,6 +176,11 @@ def hint(name: str, level: Optional[int] = None) -> None:
         shown = min(max(int(level), 1), NUM_TIERS)
     print(_("💡 {name}, hint {tier}/{tiers}: {text}", name=name, tier=shown, tiers=NUM_TIERS,
             text=_(_tiers(name)[shown - 1])))
+    if level is not None:  # asked for by number: a look, not a step (the tour's cell is one)
+        following = min(progress.shown().get(name, 0) + 1, NUM_TIERS)
+        print(_("   (a hint asked for by its number is not counted: lab.hint({name!r}) goes on from hint {tier})",
+                name=name, tier=following))
+        return
     try:
         progress.record(name, shown)
     except OSError as e:

@@ -2,8 +2,11 @@
 
 The cell finds the lab (already installed, or a local clone next to ``notebooks/``) or installs
 it with pip from ``$KVSCHED_REPO_URL`` (any pip spec: ``git+https://...``, ``git+file://...``,
-a wheel path) or else from the course's public repository. ``--no-deps`` keeps the runtime's
-torch (Colab, ModelScope) exactly as it was. It ends with `report_setup`, which says in one line
+a wheel path) or else from the course's public repository. Where that fails (GitHub blocked or
+too slow, as it often is from mainland China), it installs the pinned release ``kvsched-lab==``
+`__version__` from the package index pip is configured with: PyPI, a mirror set with ``pip
+config``, or ModelScope's default mirror. ``--no-deps`` keeps the runtime's torch (Colab,
+ModelScope) exactly as it was. It ends with `report_setup`, which says in one line
 what was loaded from where and, on Colab, where answers are kept (Drive on opt-in).
 
 `SETUP_CELL` is the only copy of the cell's text: a test checks that every notebook's first code
@@ -18,6 +21,7 @@ from importlib import metadata
 from pathlib import Path
 from typing import List, Optional, Sequence
 
+from kvsched_lab import __version__
 from kvsched_lab.i18n import _
 from kvsched_lab.notebook_files import cell_source, read_notebook, write_notebook
 
@@ -25,6 +29,7 @@ PUBLIC_REPO_URL = "https://github.com/kvsched-lab/kvsched-lab"
 REPO_URL_ENV = "KVSCHED_REPO_URL"
 # The one line `kvsched release --repo-url` substitutes; exactly one such line is in the cell.
 REPO_URL_LINE = re.compile(r'^REPO_URL = "([^"\n]*)"$', re.M)
+GIT_TIMEOUT_S = 180  # a clone from GitHub that takes longer is given up for the package index
 
 SETUP_CELL = f'''# NBVAL_IGNORE_OUTPUT
 # Setup: the same cell opens every notebook (Colab, ModelScope or a local clone). Safe to re-run.
@@ -41,8 +46,13 @@ except ImportError:
     if clone is not None:  # a local clone: notebooks/ (or notebooks/zh/) sits below kvsched_lab/'s folder
         sys.path.insert(0, str(clone))
     else:  # Colab / ModelScope: --no-deps never installs or upgrades the runtime's torch
+        pip = [sys.executable, "-m", "pip", "install", "-q", "--no-deps", "numpy>=1.24", "tqdm>=4.60"]
         installed_from = os.environ.get("{REPO_URL_ENV}") or f"git+{{REPO_URL}}"
-        subprocess.run([sys.executable, "-m", "pip", "install", "-q", "--no-deps", installed_from, "numpy>=1.24", "tqdm>=4.60"], check=True)
+        try:
+            subprocess.run(pip + [installed_from], check=True, timeout={GIT_TIMEOUT_S})
+        except (subprocess.CalledProcessError, subprocess.TimeoutExpired):  # no GitHub: pip's own index or mirror
+            installed_from = "kvsched-lab=={__version__}"
+            subprocess.run(pip + [installed_from], check=True)
         importlib.invalidate_caches()
     import kvsched_lab.course as lab
 lab.report_setup(installed_from, answers_on_drive=ANSWERS_ON_DRIVE)'''

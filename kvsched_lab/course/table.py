@@ -5,12 +5,20 @@
 numbers under it. Headers are plain string arguments, so the zh edition translates them like any
 other string in a cell. `pad` is one such cell inside an f-string (``f"{lab.pad(name, -8)} ..."``),
 for a row label that the zh edition translates: ``f"{name:<8}"`` counts characters, not columns.
+`yes_no` says a check's outcome in the reader's language (是 / 否), where ``{flag}`` would print
+Python's True / False in both editions.
 """
 from __future__ import annotations
 
 from typing import Sequence
 
+from kvsched_lab.i18n import _
 from kvsched_lab.i18n.width import display_width
+
+
+def yes_no(value: object) -> str:
+    """"yes" or "no" (是 / 否 in the zh edition) for a flag a cell prints."""
+    return _("yes") if value else _("no")
 
 
 def pad(text: object, width: int) -> str:

@@ -20,7 +20,9 @@ from typing import Dict, List, Set
 REPO = Path(__file__).resolve().parents[3]
 SETUP_FILES = ("pyproject.toml", "environment.yml")  # copied as they are; the Makefile is rewritten
 ZH = "zh"  # the Chinese edition's folder, under notebooks/ (built by `kvsched i18n build`)
-LEARNER_DOCS = ("docs/policy-notes.md",)  # notes the notebooks point learners to (notebooks 06 and 07)
+# What learners read beside the notebooks: the notes notebooks 06 and 07 point to, and for the
+# Chinese edition its README (install routes from mainland China) and the glossary of its terms.
+LEARNER_DOCS = ("docs/policy-notes.md", "README.zh.md", "docs/glossary.md")
 
 # Files of ``kvsched_lab`` the bundle leaves out, with why. The one list: building skips them and
 # verifying fails if any is there. They do not copy the reference's lines (so the line check
@@ -83,7 +85,8 @@ or, with your own environment (Colab, ModelScope: keep their torch):
     jupyter lab notebooks/
 
 A Chinese edition of every notebook (中文版) is in `notebooks/zh/`: the same cells and checks, with
-the text, check messages and hints in Chinese.
+the text, check messages and hints in Chinese. `README.zh.md` is its guide (中文说明, with the
+install routes that need no GitHub) and `docs/glossary.md` lists the Chinese terms it uses.
 
 Work through `notebooks/` in order. Each TODO cell (tagged `todo:<name>`) defines one method;
 the cell after it (tagged `check:<name>`) checks it. A check fails until you write the TODO:

@@ -22,6 +22,10 @@ from kvsched_lab.kv.tiers.costs import TierCosts
 MOONCAKE_BLOCK_TOKENS = 512  # tokens per Mooncake block id (the traces' unit)
 PREFILL_EFFICIENCY = 0.5  # assumed share of peak FLOP/s a long prefill reaches; an assumption, not a measurement
 CONTEXT_TOKENS = 4096  # attention FLOPs are counted for a token that attends to this many keys
+# The table's default counts generously for recompute: every token attends to CONTEXT_TOKENS keys
+# (in a causal prefill of that many tokens the mean is half) and every token pays the lm_head
+# (a prefill needs the logits of its last token only). `breakeven_table(context_tokens=
+# CONTEXT_TOKENS // 2, lm_head_every_token=False)` counts it the other way: notebook 09 shows both.
 
 
 @dataclass(frozen=True)
@@ -34,14 +38,15 @@ class ModelComputeSpec:
     num_heads: int  # config.json num_attention_heads
     vocab_size: int  # config.json vocab_size (the lm_head's width)
 
-    def flops_per_token(self, context_tokens: int = CONTEXT_TOKENS) -> int:
-        """Matmul FLOPs of one token's forward pass (2 per multiply-add) attending to `context_tokens` keys."""
+    def flops_per_token(self, context_tokens: int = CONTEXT_TOKENS, lm_head_every_token: bool = True) -> int:
+        """Matmul FLOPs of one token's forward pass (2 per multiply-add) attending to `context_tokens` keys
+        (with the lm_head's, unless `lm_head_every_token` is False: a prefill's one row of logits is left out)."""
         kv = get_spec(self.name)
         h, q_dim, kv_dim = self.hidden_size, self.num_heads * kv.head_dim, kv.num_kv_heads * kv.head_dim
         projections = 2 * h * (2 * q_dim + 2 * kv_dim)  # wq, wo (q_dim wide), wk, wv (kv_dim wide)
         mlp = 2 * 3 * h * self.intermediate_size  # gate, up, down
         attention = 2 * 2 * q_dim * context_tokens  # QK^T and AV against every key
-        return kv.num_layers * (projections + mlp + attention) + 2 * h * self.vocab_size
+        return kv.num_layers * (projections + mlp + attention) + 2 * h * self.vocab_size * lm_head_every_token
 
 
 # config.json of each model on its Hugging Face page (the KV figures are in model_configs.py).
@@ -102,18 +107,17 @@ def model_costs(model: str = "Llama-3-8B", gpu: str = "H100 SXM", host_link: str
 
 
 def breakeven_table(gpu: str = "H100 SXM", *, efficiency: float = PREFILL_EFFICIENCY,
-                    context_tokens: int = CONTEXT_TOKENS) -> List[Dict[str, Any]]:
+                    context_tokens: int = CONTEXT_TOKENS, lm_head_every_token: bool = True) -> List[Dict[str, Any]]:
     """One row per model: KV bytes and FLOPs per token, the break-even bandwidth, and per link
     the ratio recompute time / move time (above 1: moving wins)."""
     rows = []
     for name, compute in MODEL_COMPUTE.items():
         kv_bytes = get_spec(name).kv_bytes_per_token
-        flops = compute.flops_per_token(context_tokens)
+        flops = compute.flops_per_token(context_tokens, lm_head_every_token)
         recompute_s_per_token = flops / (GPUS[gpu] * efficiency)
         rows.append({
             "model": name, "kv_bytes_per_token": kv_bytes, "flops_per_token": flops,
-            "breakeven_bytes_per_s": breakeven_bandwidth(name, GPUS[gpu], efficiency=efficiency,
-                                                         context_tokens=context_tokens),
+            "breakeven_bytes_per_s": kv_bytes / recompute_s_per_token,
             "recompute_over_move": {link: recompute_s_per_token / (kv_bytes / bw) for link, bw in LINKS.items()},
         })
     return rows

@@ -11,8 +11,9 @@ A tier hierarchy (hierarchy.py) asks its rule three questions, and nothing else:
 
 `BlockInfo` is what a rule may look at: hits so far, position in the prompt, size, and the
 measured costs of moving it against recomputing it. The rules below are SGLang HiCache's three
-write policies (``--hicache-write-policy``: write_through, write_back, write_through_selective)
-and the exclusive demote-on-eviction / promote-on-hit hierarchy; `ChooseOnEvict` lets a
+write policies (``--hicache-write-policy``: write_through, SGLang's default, write_back,
+write_through_selective) and the exclusive demote-on-eviction / promote-on-hit hierarchy, the
+course's default, which is none of SGLang's (its tiers are always inclusive); `ChooseOnEvict` lets a
 learner's function decide per evicted block (notebook 09's practice TODO).
 """
 from __future__ import annotations
@@ -75,9 +76,10 @@ class WriteBack(PlacementRule):
 class SelectiveWriteThrough(PlacementRule):
     """SGLang ``write_through_selective``: copy a block down once it has been hit `min_hits` times.
 
-    A block that never reached `min_hits` is dropped when the device evicts it. SGLang counts a
-    node's hits and backs it up when the count reaches ``write_through_threshold``: 1 for
-    ``write_through``, 2 for ``write_through_selective`` (``hiradix_cache.py``).
+    A block that never reached `min_hits` is dropped when the device evicts it. SGLang 0.5.23 counts
+    a node's hits (``_inc_hit_count_and_check`` in ``mem_cache/unified_cache/unified_tree_core.py``)
+    and backs it up when the count reaches ``write_through_threshold``: 1 for ``write_through``, 2
+    for ``write_through_selective`` (set in ``mem_cache/unified_radix_cache.py``).
     """
 
     name = "write_through_selective"

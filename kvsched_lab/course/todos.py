@@ -28,7 +28,7 @@ from kvsched_lab.sim.scheduler import ALL_TODO_METHODS, OPTIONAL_TODO_METHODS, T
 TODO_NAMES: Tuple[str, ...] = tuple(TODO_METHODS)
 # The practice TODOs of notebooks 08 and 09 (not graded): name -> the function its cell defines.
 PRACTICE_FUNCTIONS: Dict[str, str] = {"free_order": "free_queue_after", "leaf_victim": "radix_victim",
-                                      "tier_choice": "place_evicted"}
+                                      "tier_choice": "place_evicted", "admission": "admit"}
 
 
 def tagged_cells(nb: Notebook, kind: str) -> Dict[str, List[int]]:

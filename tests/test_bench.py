@@ -223,3 +223,17 @@ def test_grading_throughput_is_measured_and_leaves_stdout_to_the_report(capsys):
     assert rates["submissions"] == 2 and rates["jobs"] == 1
     # seconds_batch is rounded to 0.01 s: the rate agrees with it to about 1%
     assert rates["submissions_per_second_per_core"] == pytest.approx(2 / rates["seconds_batch"], rel=0.02)
+
+
+def test_slo_section_runs_every_queue_order_and_admission_rule():
+    s = quick_report()["slo"]
+    rows = s["rows"]
+    assert {r["discipline"] for r in rows} == {"fcfs", "priority", "priority-preempt", "edf"}
+    assert {r["admission"] for r in rows} == {"all", "fit", "bypass", "predict"}
+    for r in rows:
+        assert 0 <= r["slo_attainment"] <= 1 and 0 <= r["rejected_share"] <= 1 and positive(r["seconds"])
+        if r["admission"] == "all":
+            assert r["rejected_share"] == 0
+        if r["discipline"] != "priority-preempt":
+            assert r["preemptions"] == 0
+    assert "### 7. SLOs" in to_markdown(quick_report())

@@ -226,3 +226,47 @@ def test_bad_server_arguments_fail_before_any_work():
         PrefillCost(-1.0)
     assert set(DISCIPLINES) == {"fcfs", "priority", "priority-preempt", "edf"}
     assert set(ADMISSIONS) == {"all", "fit", "bypass", "predict"}
+
+
+# -- the command line -------------------------------------------------------------------------------
+def run_cli(capsys, *argv):
+    from kvsched_lab.cli.main import main
+
+    assert main(["replay", "--capacity-blocks", "500", "--max-requests", "400", "--quiet", "--json", *argv]) == 0
+    import json
+
+    return json.loads(capsys.readouterr().out)
+
+
+def test_the_cli_with_one_tenant_no_deadlines_and_admit_all_equals_todays_replay(capsys):
+    plain = run_cli(capsys)
+    one = run_cli(capsys, "--tenants", "all=interactive:1")
+    assert (one["prefix_hits"], one["block_refs"]) == (plain["prefix_hits"], plain["block_refs"])
+    served = run_cli(capsys, "--deadlines", "--workers", "1", "--admission", "all")
+    assert (served["prefix_hits"], served["block_refs"]) == (plain["prefix_hits"], plain["block_refs"])
+    assert served["rejected"] == 0
+
+
+def test_the_cli_reports_tenants_and_slos(capsys):
+    out = run_cli(capsys, "--tenants", "chat=interactive:0.7:2,docs=batch:0.3", "--noisy-rate", "1",
+                  "--tenant-policy", "priority")
+    assert set(out["tenant_hit_rate"]) == {"chat", "docs", "flood"} and out["tenant_hit_rate"]["flood"] == 0
+    slo = run_cli(capsys, "--deadlines", "--tenants", "chat=interactive:0.7,docs=batch:0.3", "--admission",
+                  "predict", "--load", "3", "--discipline", "edf")
+    assert slo["rejected"] > 0 and 0 <= slo["slo_attainment"] <= 1 and set(slo["met_by_tenant"]) == {"chat", "docs"}
+
+
+@pytest.mark.parametrize("argv, message", [
+    (["--tenants", "chat=gold:1"], "name=class:share"),
+    (["--tenants", "chat=batch:x"], "must be numbers"),
+    (["--tenants", "a=batch:0.5"], "sum to 1"),
+    (["--deadlines", "--concurrent"], "block ids"),
+    (["--deadlines", "--tenant-policy", "quota"], "drop --tenant-policy"),
+])
+def test_the_cli_refuses_bad_serving_options_before_reading_the_trace(argv, message, monkeypatch, capsys):
+    from kvsched_lab.cli import replay as cli_replay
+    from kvsched_lab.cli.main import main
+
+    monkeypatch.setattr(cli_replay, "load_requests", lambda args: pytest.fail("read the trace first"))
+    assert main(["replay", "--capacity-blocks", "500", "--quiet", *argv]) != 0
+    assert message in capsys.readouterr().err

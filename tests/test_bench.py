@@ -228,3 +228,17 @@ def test_grading_throughput_is_measured_and_leaves_stdout_to_the_report(capsys):
     assert 0 < rates["coordinator_cpu_s_per_submission"] < rates["seconds_batch"]
     text = to_markdown({**quick_report(), "grading": rates})
     assert "extrapolated as 1000 / min(rate x 16, 1 / coordinator CPU)" in text
+
+
+def test_slo_section_runs_every_queue_order_and_admission_rule():
+    s = quick_report()["slo"]
+    rows = s["rows"]
+    assert {r["discipline"] for r in rows} == {"fcfs", "priority", "priority-preempt", "edf"}
+    assert {r["admission"] for r in rows} == {"all", "fit", "bypass", "predict"}
+    for r in rows:
+        assert 0 <= r["slo_attainment"] <= 1 and 0 <= r["rejected_share"] <= 1 and positive(r["seconds"])
+        if r["admission"] == "all":
+            assert r["rejected_share"] == 0
+        if r["discipline"] != "priority-preempt":
+            assert r["preemptions"] == 0
+    assert "### 7. SLOs" in to_markdown(quick_report())

@@ -229,3 +229,61 @@ def test_tier_choice_hints_quote_the_check_and_speak_both_languages(tmp_path, mo
     lab.hint("tier_choice", 3)
     out = capsys.readouterr().out
     assert "提示 3/4" in out and "“" in out
+
+
+# -- admission (notebook 10) ----------------------------------------------------------------------
+def admit_by_slack(info):
+    """Right, written differently: the room left and the time left, each must not go negative."""
+    room_left = info.free_blocks - info.blocks
+    slack_s = info.deadline_s - (info.wait_s + info.prefill_s)
+    return room_left >= 0 and slack_s >= 0
+
+
+def admit_nested(info):
+    if info.blocks <= info.free_blocks:
+        if not info.wait_s + info.prefill_s > info.deadline_s:
+            return True
+    return False
+
+
+ADMISSION_WRONG = {
+    "admit all": (lambda i: True, "do not fit in the free blocks"),
+    "refuse all": (lambda i: False, "fits and is predicted to meet"),
+    "ignores the wait": (lambda i: i.blocks <= i.free_blocks and i.prefill_s <= i.deadline_s, "the wait counts too"),
+    "ignores the room": (lambda i: i.wait_s + i.prefill_s <= i.deadline_s, "do not fit in the free blocks"),
+    "strict room": (lambda i: i.blocks < i.free_blocks and i.wait_s + i.prefill_s <= i.deadline_s, "fit exactly"),
+    "strict deadline": (lambda i: i.blocks <= i.free_blocks and i.wait_s + i.prefill_s < i.deadline_s,
+                        "exactly at its deadline"),
+    "a string": (lambda i: "admit", "return True (admit) or False"),
+    "a number": (lambda i: 1, "return True (admit) or False"),
+}
+
+
+@pytest.mark.parametrize("fn", [admit_by_slack, admit_nested])
+def test_admission_right_but_different_answers_pass(fn, lang, capsys):
+    check_practice("admission", fn)
+    assert ("passed" if lang == "en" else "通过") in capsys.readouterr().out
+
+
+@pytest.mark.parametrize("fn, message", ADMISSION_WRONG.values(), ids=list(ADMISSION_WRONG))
+def test_admission_wrong_answers_fail_with_a_message_that_names_the_problem(fn, message, lang, monkeypatch):
+    test_wrong_answers_fail_with_a_message_that_names_the_problem("admission", fn, message, lang, monkeypatch)
+
+
+def test_admission_hints_quote_the_check(tmp_path, monkeypatch, capsys):
+    import re
+    from pathlib import Path
+
+    import kvsched_lab.course as lab
+    from kvsched_lab.course.hints import PRACTICE_HINTS
+    from kvsched_lab.i18n.catalogue import extract
+
+    source = (Path(__file__).resolve().parents[1] / "kvsched_lab" / "course" / "practice_admission.py").read_text()
+    source = re.sub(r"[\"']\s*\n\s*f?[\"']", "", source)
+    tiers = PRACTICE_HINTS["admission"]
+    quotes = re.findall(r"“([^”]+)”", tiers[2])
+    assert len(quotes) >= 3 and all(q in source for q in quotes)
+    assert all(k in extract() for k in tiers)
+    monkeypatch.setenv(lab.ANSWERS_ENV, str(tmp_path / "answers"))
+    lab.reveal("admission")
+    assert "def admit(info)" in capsys.readouterr().out

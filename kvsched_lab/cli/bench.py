@@ -14,6 +14,8 @@ Sections (each a key of the JSON report, each a table of the markdown report):
 5. ``sweep``: wall time of all policies x 8 capacities on the conversation trace (one core).
 6. ``tiers``: copy time per block device <-> host <-> disk next to recompute time, and the
    break-even link speed for real models (kvsched_lab/cli/bench_tiers.py).
+7. ``slo``: notebook 10's prefill server: SLO attainment, goodput, wasted prefill and rejections for
+   each queue order and admission rule (kvsched_lab/cli/bench_slo.py).
 
 Timings are ratios measured in the same run, because other work on the machine moves absolute
 times; a benchmark, not a timed test. ``--quick`` runs every section on a small slice (tests use it).
@@ -119,6 +121,9 @@ def run_bench(quick: bool = False, grading: bool = False, device: Optional[str] 
     from kvsched_lab.cli.bench_tiers import bench_tiers
 
     report["tiers"] = bench_tiers(quick, device)
+    from kvsched_lab.cli.bench_slo import bench_slo
+
+    report["slo"] = bench_slo(conv, quick)
     if grading and not quick:
         try:
             from kvsched_lab.grading import bench_grading

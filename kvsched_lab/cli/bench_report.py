@@ -68,6 +68,10 @@ def to_markdown(report: Dict[str, Any]) -> str:
         from kvsched_lab.cli.bench_tiers import tiers_markdown
 
         lines += tiers_markdown(report["tiers"])
+    if report.get("slo"):  # section 7 (cli/bench_slo.py)
+        from kvsched_lab.cli.bench_slo import slo_markdown
+
+        lines += slo_markdown(report["slo"])
     if report.get("grading"):
         g = report["grading"]
         lines += ["", f"### Grading: {g['submissions_per_second_per_core']:g} submissions per second per core "

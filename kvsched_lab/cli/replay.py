@@ -1,5 +1,6 @@
 """`kvsched replay`: one trace through one policy, on block ids, real KV blocks or the concurrent engine;
-with ``--host-blocks`` / ``--disk-blocks``, through device, host and disk tiers (replay_tiers.py)."""
+with ``--host-blocks`` / ``--disk-blocks``, through device, host and disk tiers (replay_tiers.py); with
+``--tenants`` / ``--deadlines``, per tenant or through a prefill server with deadlines (replay_serving.py)."""
 from __future__ import annotations
 
 import argparse
@@ -38,6 +39,9 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     from kvsched_lab.cli.replay_tiers import add_tier_arguments
 
     add_tier_arguments(rp)  # --host-blocks, --disk-blocks, --write-policy ... (cli/replay_tiers.py)
+    from kvsched_lab.cli.replay_serving import add_serving_arguments
+
+    add_serving_arguments(rp)  # --tenants, --deadlines, --admission ... (cli/replay_serving.py)
     rp.set_defaults(func=run)
 
 
@@ -55,10 +59,18 @@ def load_requests(args: argparse.Namespace):
 def run(args: argparse.Namespace) -> int:
     if args.metric != "blocks" and (args.concurrent or args.real_kv):
         raise ValueError("--metric applies to the plain replay; --concurrent and --real-kv report their own counts")
-    requests = load_requests(args)
+    from kvsched_lab.cli.replay_serving import check_serving_args, run_serving, wants_serving
     from kvsched_lab.cli.replay_tiers import run_tier_replay, wants_tiers
 
-    if wants_tiers(args):  # host and disk tiers: cli/replay_tiers.py
+    serving = wants_serving(args)
+    if serving:
+        if wants_tiers(args):
+            raise ValueError("--tenants / --deadlines replay one tier: drop --host-blocks and --disk-blocks")
+        check_serving_args(args)  # before the trace is read
+    requests = load_requests(args)
+    if serving:  # tenants, deadlines, admission: cli/replay_serving.py
+        out = run_serving(args, requests)
+    elif wants_tiers(args):  # host and disk tiers: cli/replay_tiers.py
         out = run_tier_replay(args, requests)
     elif args.concurrent:
         from kvsched_lab.kv import ConcurrentConfig, run_concurrent
@@ -92,6 +104,11 @@ def run(args: argparse.Namespace) -> int:
         for k, v in out.items():
             if v is None:
                 continue
-            shown = f"{v:.4%}" if k.endswith("_rate") else (f"{v:.3f}" if isinstance(v, float) else v)
+            if isinstance(v, float):
+                shown = f"{v:.4%}" if k.endswith(("_rate", "_share", "_attainment")) else f"{v:.3f}"
+            elif isinstance(v, dict):  # per tenant
+                shown = ", ".join(f"{name} {x:.4%}" if k.endswith("_rate") else f"{name} {x}" for name, x in v.items())
+            else:
+                shown = v
             print(f"{k:<{width}}  {shown}")
     return 0

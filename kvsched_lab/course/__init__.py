@@ -19,8 +19,9 @@
   machines; ``lab.report_setup(...)`` is the setup cell's last line.
 
 Which file holds what: checks/ (the public checks, one file per TODO), aging.py (the optional
-aging TODO), practice.py (the practice TODOs' checks: notebook 08's, and notebook 09's
-`tier_choice` from practice_tiers.py; practice_base.py holds what they share), hints.py (four hint
+aging TODO), practice.py (the practice TODOs' checks: notebook 08's, notebook 09's
+`tier_choice` from practice_tiers.py and notebook 10's `admission` from practice_admission.py;
+practice_base.py holds what they share), hints.py (four hint
 tiers, `reveal`), answers.py and answers_io.py (the answers folder; Colab downloads and Drive),
 predict.py (predict, then run), setup_cell.py (every notebook's first cell), todos.py (finding,
 filling and loading TODO cells), widgets.py and plots.py (the notebooks' widgets and figures), table.py (`lab.row`, `lab.pad`, `lab.yes_no`),

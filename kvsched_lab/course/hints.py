@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import Dict, Optional, Tuple
 
 from kvsched_lab.course.checks import NOTEBOOK_OF, TODO_NAMES
+from kvsched_lab.course.practice_admission import ADMISSION_HINTS
 from kvsched_lab.course.practice_tiers import TIER_CHOICE_HINTS
 from kvsched_lab.i18n import N_, _, join
 from kvsched_lab.sim.scheduler import ALL_TODO_METHODS
@@ -104,8 +105,8 @@ HINTS: Dict[str, Tuple[str, str, str, str]] = {
 }
 
 # Practice TODOs with hints (not graded; their checks are in kvsched_lab/course/practice*.py).
-PRACTICE_HINTS: Dict[str, Tuple[str, str, str, str]] = {"tier_choice": TIER_CHOICE_HINTS}
-PRACTICE_NOTEBOOK_OF = {"tier_choice": "09"}
+PRACTICE_HINTS: Dict[str, Tuple[str, str, str, str]] = {"tier_choice": TIER_CHOICE_HINTS, "admission": ADMISSION_HINTS}
+PRACTICE_NOTEBOOK_OF = {"tier_choice": "09", "admission": "10"}
 
 
 def _tiers(name: str) -> Tuple[str, str, str, str]:

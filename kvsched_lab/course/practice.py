@@ -1,4 +1,4 @@
-"""Public checks of the practice TODOs (notebooks 08 and 09): not graded, outside the chapter's 100 points.
+"""Public checks of the practice TODOs (notebooks 08, 09 and 10): not graded, outside the chapter's 100 points.
 
 - ``free_order``: ``free_queue_after(free_queue, request_blocks)``, vLLM's free-block queue after
   a request ends: its blocks join the back, tail block first.
@@ -7,6 +7,8 @@
   run of blocks; SGLang frees all of them, but the choice of node is all the exercise asks.
 - ``tier_choice`` (notebook 09, its cases in practice_tiers.py): ``place_evicted(block)``, where a
   block evicted from the GPU goes: ``"host"``, ``"disk"`` or ``"drop"``.
+- ``admission`` (notebook 10, its cases in practice_admission.py): ``admit(info)``, whether an
+  arriving request is admitted or refused at once.
 
 ``check_practice(name, fn)`` runs the cases, prints one line when all pass and raises
 `CheckFailed` when one fails. The untouched stub only prints its "not attempted" line, like the
@@ -20,6 +22,7 @@ from typing import Any, Callable, Dict, Hashable, List, Optional, Set, Tuple
 from kvsched_lab.course.checks import CheckFailed
 from kvsched_lab.course.practice_base import Wrong as _Wrong
 from kvsched_lab.course.practice_base import call_on_copies as _call
+from kvsched_lab.course.practice_admission import check_admission
 from kvsched_lab.course.practice_tiers import check_tier_choice
 from kvsched_lab.i18n import _, join
 from kvsched_lab.course.todos import PRACTICE_FUNCTIONS
@@ -99,7 +102,8 @@ def _check_leaf_victim(fn: Callable) -> int:
 
 
 _CHECKS: Dict[str, Callable[[Callable], int]] = {"free_order": _check_free_order, "leaf_victim": _check_leaf_victim,
-                                                 "tier_choice": check_tier_choice}  # notebook 09
+                                                 "tier_choice": check_tier_choice,  # notebook 09
+                                                 "admission": check_admission}  # notebook 10
 
 
 def check_practice(name: str, fn: Any) -> None:

@@ -9,7 +9,7 @@ all go through this module, so the tag and name rules live in one place.
 Optional TODOs beyond the chapter (``OPTIONAL_TODO_METHODS``, e.g. ``aging`` in notebook 05)
 use the same tags and have public checks, but `todo_sources` (what the grader reads) and
 `TODO_NAMES` stay the five graded ones.
-Notebooks 08 and 09 add practice TODOs outside the chapter's 100 points (`PRACTICE_FUNCTIONS`): their
+Notebooks 08, 09 and 10 add practice TODOs outside the chapter's 100 points (`PRACTICE_FUNCTIONS`): their
 cells are tagged ``practice:<name>`` and their check cells ``practice-check:<name>``, so nothing
 that reads the five TODOs (checks, answers, grader) sees them.
 """
@@ -26,9 +26,9 @@ from kvsched_lab.notebook_files import Notebook, cell_source
 from kvsched_lab.sim.scheduler import ALL_TODO_METHODS, OPTIONAL_TODO_METHODS, TODO_METHODS, CacheEntry
 
 TODO_NAMES: Tuple[str, ...] = tuple(TODO_METHODS)
-# The practice TODOs of notebooks 08 and 09 (not graded): name -> the function its cell defines.
+# The practice TODOs of notebooks 08, 09 and 10 (not graded): name -> the function its cell defines.
 PRACTICE_FUNCTIONS: Dict[str, str] = {"free_order": "free_queue_after", "leaf_victim": "radix_victim",
-                                      "tier_choice": "place_evicted"}
+                                      "tier_choice": "place_evicted", "admission": "admit"}
 
 
 def tagged_cells(nb: Notebook, kind: str) -> Dict[str, List[int]]:

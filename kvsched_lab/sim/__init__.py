@@ -8,6 +8,8 @@
 - replay.py: the replay protocol (a trace through one policy at one capacity; the prefix-hit rate).
 - policies/: the policy zoo (LRU, FIFO, LFU, ARC, S3-FIFO, GDSF, Belady, vLLM's and SGLang's
   rules, the chapter's scheduler) behind one `Policy` API.
+- serving/: tenants, service classes and deadlines on top of the replay: tenant-aware caches and a
+  prefill server with queue orders and admission rules (notebook 10).
 
 The policies live here, not beside ``sim``, because they are the same concern: a policy is a
 scheduler on block ids that writes the lab's event log, and the replay runs policies, so a

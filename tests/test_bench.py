@@ -2,6 +2,7 @@
 speed is measured by the benchmark itself, never by a timed test)."""
 import json
 import math
+import time
 from functools import lru_cache
 
 import pytest
@@ -137,6 +138,47 @@ def test_notebook_timing_runs_a_filled_lesson_and_reports_it(monkeypatch, tmp_pa
     assert not (tmp_path / "mine").exists(), "the timing run must not write into the learner's answers"
     report = {**quick_report(), "notebooks": nb}
     assert "| 02_why_scheduling_and_the_score.ipynb |" in to_markdown(report)
+
+
+def test_notebook_timing_covers_both_editions_and_names_the_slowest_cell(tmp_path):
+    """Before: only notebooks/*.ipynb were timed, not the Chinese edition, and nothing said which cell was slow."""
+    import nbformat
+
+    from kvsched_lab.cli.bench_notebooks import bench_notebooks
+
+    (tmp_path / "zh").mkdir()
+    slow_second = [nbformat.v4.new_code_cell("x = 1"), nbformat.v4.new_code_cell("import time\ntime.sleep(0.6)")]
+    for name in ("a.ipynb", "zh/a.ipynb"):
+        nbformat.write(nbformat.v4.new_notebook(cells=slow_second), tmp_path / name)
+    nb = bench_notebooks(folder=tmp_path)
+    assert list(nb["seconds"]) == ["a.ipynb", "zh/a.ipynb"] and not nb["errors"]
+    for name in nb["seconds"]:
+        assert nb["slowest_cell"][name]["code_cell"] == 2 and 0.5 < nb["slowest_cell"][name]["seconds"] < 5
+        assert nb["seconds"][name] >= nb["slowest_cell"][name]["seconds"]
+    text = to_markdown({**quick_report(), "notebooks": nb})
+    assert "| zh/a.ipynb |" in text and "#2: 0.6 s" in text
+
+
+def test_the_report_says_how_loaded_the_machine_was():
+    """Before: nothing said whether a run was quiet. Load averages at start and end, and the CPU shares
+    between them: a busy loop in this process shows as this bench's share (however small a slice of a
+    loaded machine it gets), and the shares add up."""
+    from kvsched_lab.cli.bench_load import cpu_sample, load_markdown, machine_load
+
+    start = cpu_sample()
+    deadline = time.perf_counter() + 0.5
+    while time.perf_counter() < deadline:
+        pass
+    load = machine_load(start, cpu_sample())
+    assert len(load["loadavg_start"]) == len(load["loadavg_end"]) == 3
+    shares = ("busy_share", "own_share", "others_share", "steal_share")
+    assert all(0 <= load[k] <= 1 for k in shares)
+    assert load["own_share"] > 0 and abs(load["busy_share"] - load["own_share"] - load["others_share"]) < 1e-9
+    report = quick_report()
+    assert set(report["load"]) >= {"loadavg_start", "loadavg_end", *shares}
+    assert "Machine load: load average (1 / 5 / 15 min)" in to_markdown(report)
+    quiet = {**load, "others_share": 0.01}
+    assert "(a quiet run)" in load_markdown(quiet) and "a loaded run" in load_markdown({**load, "others_share": 0.5})
 
 
 def test_a_stuck_or_broken_notebook_is_reported_and_the_others_still_run(tmp_path):

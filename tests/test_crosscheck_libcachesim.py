@@ -8,7 +8,9 @@ a block, a hash table sized to the cache), and compares hit or miss on every acc
 
 - fifo, lru, lfu and arc make libCacheSim's decision on every access;
 - s3fifo with `LIBCACHESIM_RULES` does too, and each of the four rules is needed for that
-  (flip any one back to the course's and some access differs); the course's rules differ;
+  (flip any one back to the course's and some access differs); the course's rules differ; at
+  capacities that are not multiples of 10 too (2,005 blocks on the whole synthetic trace, 25 on a
+  random one), where libCacheSim's ``int(0.9 * capacity)`` ghost is smaller than M's share;
 - sieve makes libCacheSim's decision on every access at round capacities and at ones that are
   not (333 and 2,005 blocks); wtinylfu and lecar do at the capacities `MATCHING` lists (the
   others differ on a few accesses, documented there); libCacheSim's LeCaR draws from a
@@ -160,6 +162,37 @@ def test_each_of_the_four_s3fifo_rules_is_needed_to_match_libcachesim():
     for rule in (f.name for f in dataclasses.fields(COURSE_RULES)):
         flipped = dataclasses.replace(LIBCACHESIM_RULES, **{rule: getattr(COURSE_RULES, rule)})
         assert first_difference(course_hits(S3FIFOPolicy(capacity, rules=flipped), lists), theirs, keys), rule
+
+
+def test_s3fifo_sizes_its_ghost_as_libcachesim_does_at_2005_blocks():
+    """libCacheSim sizes S3-FIFO's ghost int(0.9 * capacity): at 2,005 blocks 1,804, a block short
+    of M's share (1,805), which the course's clock ghost spans. The whole synthetic trace (the heads
+    never tell the two apart) then makes libCacheSim's decision on every access; with a ghost of M's
+    share, the size before this was fixed, 4 accesses differ."""
+    lists = [r.hash_ids for r in sort_by_arrival(load_trace(resolve_trace("synthetic")))]
+    keys = [k for ids in lists for k in ids]
+    theirs = libcachesim_hits("s3fifo", keys, 2005)
+    ours = S3FIFOPolicy(2005, rules=LIBCACHESIM_RULES)
+    assert (ours.small_target, ours.ghost_target) == (200, 1804)
+    assert first_difference(course_hits(ours, lists), theirs, keys) is None
+    wide = S3FIFOPolicy(2005, rules=LIBCACHESIM_RULES)
+    wide.ghost_target = 2005 - 2005 // 10
+    assert sum(a != b for a, b in zip(course_hits(wide, lists), theirs)) == 4
+
+
+def test_s3fifo_sizes_its_ghost_as_libcachesim_does_at_25_blocks():
+    """The same on a hot set and a cold tail at 25 blocks (S 2, M 23, libCacheSim's ghost 22)."""
+    rng = random.Random(1)
+    capacity = 25
+    keys = [rng.randrange(3 * capacity) if rng.random() < 0.5 else rng.randrange(capacity // 2) for _ in range(3000)]
+    lists = [[k] for k in keys]
+    theirs = libcachesim_hits("s3fifo", keys, capacity)
+    ours = S3FIFOPolicy(capacity, rules=LIBCACHESIM_RULES)
+    assert (ours.small_target, ours.ghost_target) == (2, 22)
+    assert first_difference(course_hits(ours, lists), theirs, keys) is None
+    wide = S3FIFOPolicy(capacity, rules=LIBCACHESIM_RULES)
+    wide.ghost_target = capacity - capacity // 10
+    assert first_difference(course_hits(wide, lists), theirs, keys) is not None
 
 
 @pytest.mark.parametrize("trace", TRACES)

@@ -547,6 +547,28 @@ def test_release_checks_catch_leaks_dirt_and_failing_cells(tmp_path):
     assert warnings == []
 
 
+def test_release_runs_the_two_editions_side_by_side(tmp_path):
+    """Before: one nbval run took the English notebooks, then the Chinese ones. Now each edition's
+    notebook waits for the other's to have started: run one after the other, the first would wait
+    in vain and fail; side by side, both pass, and every cell of both is reported."""
+    from kvsched_lab.grading.release.release_build import build_release
+    from kvsched_lab.grading.release.release_checks import nbval_only_checks_fail
+
+    bundle = build_release(tmp_path / "bundle", _course(tmp_path), BUNDLE_URL)
+    for p in list((bundle / "notebooks").glob("*.ipynb")) + list((bundle / "notebooks" / "zh").glob("*.ipynb")):
+        p.unlink()
+    meeting = tmp_path / "meeting"
+    meeting.mkdir()
+    for mine, other, folder in (("en", "zh", bundle / "notebooks"), ("zh", "en", bundle / "notebooks" / "zh")):
+        wait = (f"import pathlib, time\nhere = pathlib.Path({str(meeting)!r})\n(here / {mine!r}).touch()\n"
+                f"deadline = time.time() + 50\nwhile not (here / {other!r}).exists() and time.time() < deadline:\n"
+                f"    time.sleep(0.2)\nassert (here / {other!r}).exists(), 'the other edition never started'")
+        write_notebook(v.notebook([(wait, []), ("x = 1", [])]), folder / "01.ipynb")
+    problems, warnings = nbval_only_checks_fail(bundle, cell_timeout=60)
+    assert problems == [] and warnings == []
+    assert {p.name for p in meeting.iterdir()} == {"en", "zh"}
+
+
 def test_release_ships_a_complete_and_current_chinese_edition(tmp_path):
     from kvsched_lab.grading.release.release import release_main
     from kvsched_lab.grading.release.release_build import build_release, stale_zh_edition

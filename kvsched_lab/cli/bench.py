@@ -18,7 +18,9 @@ Sections (each a key of the JSON report, each a table of the markdown report):
    each queue order and admission rule (kvsched_lab/cli/bench_slo.py).
 
 Timings are ratios measured in the same run, because other work on the machine moves absolute
-times; a benchmark, not a timed test. ``--quick`` runs every section on a small slice (tests use it).
+times; a benchmark, not a timed test. How loaded the machine was (``load``: load averages and CPU
+shares read at start and end, `bench_load`) heads the report. ``--quick`` runs every section on a
+small slice (tests use it). ``--notebooks`` adds each notebook's Run All time, both editions.
 
 This file runs the sections and parses the command line; each section is measured in its own
 file (`bench_policies`, `bench_kv`, `bench_notebooks`) and `bench_report` writes the markdown.
@@ -34,6 +36,7 @@ from dataclasses import dataclass
 from typing import Any, Dict, List, Optional, Tuple
 
 from kvsched_lab.cli.bench_kv import bench_real_kv
+from kvsched_lab.cli.bench_load import cpu_sample, machine_load
 from kvsched_lab.cli.bench_notebooks import bench_notebooks
 from kvsched_lab.cli.bench_policies import bench_policies, bench_speed, bench_sweep
 from kvsched_lab.cli.bench_report import to_markdown
@@ -107,6 +110,7 @@ def run_bench(quick: bool = False, grading: bool = False, device: Optional[str] 
               settings: Optional[BenchSettings] = None, notebooks: bool = False) -> Dict[str, Any]:
     """Every section; `quick` on small slices (seconds), `grading` adds `bench_grading` if available."""
     s = settings or (BenchSettings.quick() if quick else BenchSettings())
+    started = cpu_sample()
     limit = max(x for x in (s.speed_requests, s.table_requests, s.sweep_requests) if x) if quick else None
     traces = load_traces(limit)
     conv = traces["conversation"][0]
@@ -133,6 +137,7 @@ def run_bench(quick: bool = False, grading: bool = False, device: Optional[str] 
             report["grading"] = bench_grading()
     if notebooks and not quick:
         report["notebooks"] = bench_notebooks()
+    report["load"] = machine_load(started, cpu_sample())
     return report
 
 
@@ -142,7 +147,7 @@ def bench_main(argv: Optional[List[str]] = None) -> int:
     parser.add_argument("--json", action="store_true", help="print the report as one JSON object")
     parser.add_argument("--quick", action="store_true", help="small slices: a smoke test in seconds, not the real numbers")
     parser.add_argument("--grading", action="store_true", help="also measure the grader: submissions per second per core (kvsched_lab.grading.bench_grading)")
-    parser.add_argument("--notebooks", action="store_true", help="also time each course notebook top to bottom")
+    parser.add_argument("--notebooks", action="store_true", help="also time each course notebook's Run All, both editions")
     parser.add_argument("--device", default=None, help="device of the real-KV section (default: GPU if any)")
     parser.add_argument("--repeats", type=int, default=None, help="speed runs per scheduler (median taken)")
     parser.add_argument("--kv-tokens", type=int, default=None, help="real-KV section: prompt tokens")

@@ -5,7 +5,8 @@ runs on Colab's GPU and on a laptop (d2l's `try_gpu` idea).
 """
 from __future__ import annotations
 
-from typing import Union
+from contextlib import contextmanager
+from typing import Iterator, Optional, Union
 
 import torch
 
@@ -28,3 +29,23 @@ def default_dtype(device: DeviceLike = None) -> torch.dtype:
     half-precision matmuls are slow or emulated, and fp32 lets tests ask for 1e-4 agreement.
     """
     return torch.float16 if try_gpu(device).type == "cuda" else torch.float32
+
+
+@contextmanager
+def intra_op_threads(threads: Optional[int], device: DeviceLike = None) -> Iterator[None]:
+    """Run the block with torch's intra-op threads set to `threads` on the CPU, then restore them.
+
+    None, or a GPU device, leaves torch's setting alone. The tiny model's matrices are 64 wide:
+    handing a slice of each to another thread costs more than the slice, and on a busy machine
+    the threads' spin-waits stall every op (a 20-token forward on a loaded 2-core machine: 15 ms
+    on one thread, 570 ms on two). Switching costs about 3 us, nothing beside a forward.
+    """
+    if threads is None or try_gpu(device).type != "cpu" or torch.get_num_threads() == threads:
+        yield
+        return
+    before = torch.get_num_threads()
+    torch.set_num_threads(threads)
+    try:
+        yield
+    finally:
+        torch.set_num_threads(before)

@@ -15,7 +15,7 @@ import torch.nn.functional as F
 from torch import nn
 
 from kvsched_lab.kv.block_pool import KVBlockPool
-from kvsched_lab.kv.device import DeviceLike, default_dtype, try_gpu
+from kvsched_lab.kv.device import DeviceLike, default_dtype, intra_op_threads, try_gpu
 from kvsched_lab.kv.model_configs import kv_bytes_per_token
 
 
@@ -34,6 +34,9 @@ class TinyDecoderConfig:
     max_positions: int = 4096  # longest prompt; the RoPE table is precomputed this long
     norm_eps: float = 1e-5  # RMSNorm epsilon
     seed: int = 0  # weights come from torch.Generator().manual_seed(seed)
+    # torch intra-op threads while a forward runs on the CPU (None: torch's own setting); one,
+    # since these matrices are too small to split (kvsched_lab/kv/device.py, `intra_op_threads`)
+    cpu_threads: Optional[int] = 1
 
     def __post_init__(self) -> None:
         if self.num_heads % self.num_kv_heads:
@@ -43,6 +46,9 @@ class TinyDecoderConfig:
             )
         if self.head_dim % 2:
             raise ValueError(f"head_dim must be even for RoPE, got {self.head_dim}")
+        if self.cpu_threads is not None and (isinstance(self.cpu_threads, bool) or not isinstance(self.cpu_threads, int)
+                                             or self.cpu_threads < 1):
+            raise ValueError(f"cpu_threads must be None or an int >= 1, got {self.cpu_threads!r}")
 
 
 class RMSNorm(nn.Module):
@@ -150,6 +156,10 @@ class TinyDecoder(nn.Module):
 
     def _run(self, new_ids: torch.Tensor, start_pos: int, kv_source: KVSource) -> torch.Tensor:
         """Logits ``(T, vocab)`` for `new_ids` at positions start_pos.., attending through `kv_source`."""
+        with intra_op_threads(self.config.cpu_threads, self.device):
+            return self._layers(new_ids, start_pos, kv_source)
+
+    def _layers(self, new_ids: torch.Tensor, start_pos: int, kv_source: KVSource) -> torch.Tensor:
         cfg = self.config
         T, nh, nkv, hs = new_ids.numel(), cfg.num_heads, cfg.num_kv_heads, cfg.head_dim
         positions = torch.arange(start_pos, start_pos + T, device=self.device)

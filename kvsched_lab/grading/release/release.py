@@ -19,8 +19,9 @@ for students; never ``solutions/`` or ``tests/``. It then verifies itself:
 * installed the way Colab would (the setup cell's ``pip install --no-deps git+URL``, with URL a
   ``git+file://`` repository of the bundle, into a fresh environment), ``import solutions`` and
   ``import kvsched_lab.grading`` fail and ``lab.reveal`` says the reference is withheld;
-* ``pytest --nbval-lax`` on the bundle's notebooks, both editions, fails in check cells (``check:*``,
-  and notebook 08's ``practice-check:*``) only.
+* ``pytest --nbval-lax`` on the bundle's notebooks, both editions side by side (one nbval run per
+  edition, each on its own copy of the bundle), fails in check cells (``check:*``, and notebook
+  08's ``practice-check:*``) only.
 """
 from __future__ import annotations
 

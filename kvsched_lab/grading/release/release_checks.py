@@ -11,8 +11,8 @@
 * installed the way Colab would (the setup cell's ``pip install --no-deps git+URL``, with URL a
   ``git+file://`` repository of the bundle, into a fresh environment), ``import solutions`` and
   ``import kvsched_lab.grading`` fail and ``lab.reveal`` says the reference is withheld;
-* ``pytest --nbval-lax`` on the bundle's notebooks, both editions, fails in check cells (``check:*``,
-  and notebook 08's ``practice-check:*``) only.
+* ``pytest --nbval-lax`` on the bundle's notebooks, both editions side by side, fails in check
+  cells (``check:*``, and notebook 08's ``practice-check:*``) only.
 """
 from __future__ import annotations
 
@@ -25,8 +25,9 @@ import site
 import subprocess
 import sys
 import tempfile
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
-from typing import Iterator, List, Set, Tuple
+from typing import Dict, Iterator, List, Set, Tuple
 
 from kvsched_lab.grading.kernel import kernel_launcher
 from kvsched_lab.grading.kernel.nbrun import run_nbval
@@ -244,35 +245,64 @@ def _code_cell_tags(nb: dict) -> List[List[str]]:
 
 
 def nbval_only_checks_fail(bundle: Path, cell_timeout: float) -> Tuple[List[str], List[str]]:
-    """(problems, warnings) of running the bundle's notebooks as a student would, with stubs."""
+    """(problems, warnings) of running the bundle's notebooks as a student would, with stubs.
+
+    The two editions run side by side, each in its own copy of the bundle (its own kernels, answers
+    folder and nbval report), so the wall time is the longer edition's, not the sum: no notebook is
+    left out or reused, and a notebook's outcome cannot depend on the other edition's run.
+    """
     with tempfile.TemporaryDirectory(prefix="kvsched-release-") as tmp:
-        copy = Path(tmp) / "bundle"
-        shutil.copytree(bundle, copy)
-        notebooks = bundle_notebooks(copy)
-        if not notebooks:
+        editions: Dict[str, Tuple[Path, List[Path]]] = {}
+        for edition in ("en", ZH):
+            copy = Path(tmp) / edition / "bundle"
+            shutil.copytree(bundle, copy)
+            mine = [p for p in bundle_notebooks(copy) if (p.parent.name == ZH) == (edition == ZH)]
+            if mine:
+                editions[edition] = (copy, mine)
+        if not editions:
             return ["the bundle has no notebooks"], []
-        order = {p.relative_to(copy).as_posix(): k for k, p in enumerate(notebooks, start=1)}
-        outcomes, tail = run_nbval(notebooks, copy, copy, cell_timeout=cell_timeout,
-                                   wall_timeout=60 + cell_timeout * 4 * len(notebooks),
-                                   on_notebook=lambda rel: print(f"  nbval: {rel} ({order.get(rel, '?')} of "
-                                                                 f"{len(notebooks)})", flush=True))
-        if outcomes is None:
-            return [f"nbval did not run:\n{tail[-1500:]}"], []
+        rels = [p.relative_to(copy).as_posix() for copy, mine in editions.values() for p in mine]
+        order = {rel: k for k, rel in enumerate(rels, start=1)}
+
+        def say(rel: str) -> None:
+            print(f"  nbval: {rel} ({order.get(rel, '?')} of {len(rels)})", flush=True)
+
+        def run(copy: Path, mine: List[Path]):
+            return run_nbval(mine, copy, copy, cell_timeout=cell_timeout,
+                             wall_timeout=60 + cell_timeout * 4 * len(mine), on_notebook=say)
+
+        with ThreadPoolExecutor(max_workers=len(editions)) as pool:
+            runs = {edition: pool.submit(run, *job) for edition, job in editions.items()}
+            done = {edition: future.result() for edition, future in runs.items()}
         problems, warnings = [], []
-        for path in notebooks:
-            tags = _code_cell_tags(json.loads(path.read_text(encoding="utf-8")))
-            rel = path.relative_to(copy).as_posix()
-            for k, cell_tags in enumerate(tags):
-                outcome, message = outcomes.get(f"{rel}::Cell {k}", ("missing", ""))
-                # notebook 08's practice checks (not graded) fail on their stubs too
-                is_check = any(t.startswith(("check:", "practice-check:")) for t in cell_tags)
-                if outcome == "failed" and not is_check:
-                    problems.append(f"{rel} code cell {k + 1} fails with the stubs: {message}")
-                elif outcome == "passed" and is_check:
-                    warnings.append(f"{rel} code cell {k + 1} ({', '.join(cell_tags)}) passes on the untouched stub")
-                elif outcome == "missing":
-                    problems.append(f"{rel} code cell {k + 1} was not run by nbval")
+        for edition, (outcomes, tail) in done.items():
+            if outcomes is None:
+                problems.append(f"nbval did not run ({edition}):\n{tail[-1500:]}")
+                continue
+            copy, mine = editions[edition]
+            p, w = _check_outcomes(copy, mine, outcomes)
+            problems += p
+            warnings += w
         return problems, warnings
+
+
+def _check_outcomes(copy: Path, notebooks: List[Path], outcomes) -> Tuple[List[str], List[str]]:
+    """Problems: a failing cell that is not a check, a cell nbval never ran; warnings: a check passing on its stub."""
+    problems, warnings = [], []
+    for path in notebooks:
+        tags = _code_cell_tags(json.loads(path.read_text(encoding="utf-8")))
+        rel = path.relative_to(copy).as_posix()
+        for k, cell_tags in enumerate(tags):
+            outcome, message = outcomes.get(f"{rel}::Cell {k}", ("missing", ""))
+            # notebook 08's practice checks (not graded) fail on their stubs too
+            is_check = any(t.startswith(("check:", "practice-check:")) for t in cell_tags)
+            if outcome == "failed" and not is_check:
+                problems.append(f"{rel} code cell {k + 1} fails with the stubs: {message}")
+            elif outcome == "passed" and is_check:
+                warnings.append(f"{rel} code cell {k + 1} ({', '.join(cell_tags)}) passes on the untouched stub")
+            elif outcome == "missing":
+                problems.append(f"{rel} code cell {k + 1} was not run by nbval")
+    return problems, warnings
 
 
 def verify_release(bundle: Path, repo_url: str, cell_timeout: float = 300.0,

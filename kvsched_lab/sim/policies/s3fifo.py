@@ -23,17 +23,19 @@ under its share).
 Those are the course's rules (`COURSE_RULES`, behind every number the course reports for
 ``s3fifo``). libCacheSim's ``S3FIFO`` (the paper's authors' simulator) differs in four places,
 each a field of `S3FIFORules`; `LIBCACHESIM_RULES` sets all four, and with them this policy makes
-libCacheSim 0.3.5's decision on every access (tests/test_crosscheck_libcachesim.py, capacities in
-multiples of 10 blocks, where its ``int(0.9 * capacity)`` ghost equals M's share here):
+libCacheSim 0.3.5's decision on every access (tests/test_crosscheck_libcachesim.py, at capacities
+such as 2,005 blocks too, where its ``int(0.9 * capacity)`` ghost is a block short of M's share):
 
 1. ``promote_hits``: hits while in S that earn a move to M (course 1, libCacheSim 2).
 2. ``warmup_to_main``: until the first eviction, a new key goes to M once S holds its 10%
    (libCacheSim), instead of S growing to the whole cache (course).
 3. ``drain_small``: an eviction that starts in S keeps taking S's oldest until one key leaves the
    cache or S is empty (libCacheSim), instead of re-checking S's share after each promotion.
-4. ``ghost_fifo``: G is a FIFO of M's share of bytes in which a returning key frees its room
-   (libCacheSim), instead of the clock above, where it does not. It is then an ``OrderedDict``
-   key -> bytes, oldest first, trimmed at each insertion.
+4. ``ghost_fifo``: G is a FIFO of ``int(0.9 * capacity)`` bytes in which a returning key frees
+   its room (libCacheSim's ``S3FIFO_init`` sizes it so, S as ``int(0.1 * capacity)`` and M as the
+   rest), instead of the clock above over M's share, where it does not. It is then an
+   ``OrderedDict`` key -> bytes, oldest first, trimmed at each insertion. (The two sizes agree
+   when the capacity is a multiple of 10; ``int(0.1 * capacity)`` is ``capacity // 10``.)
 
 docs/policy-notes.md measures what each rule is worth. The inlined `_replay` runs the course's
 rules; other rules replay through the hooks (the same decisions, a few times slower).
@@ -59,7 +61,7 @@ class S3FIFORules:
     promote_hits: int = 1  # hits while in S that move a key to M when it reaches S's head (1..3)
     warmup_to_main: bool = False  # before the first eviction, new keys go to M once S holds its share
     drain_small: bool = False  # an eviction begun in S pops S until a key leaves (no share re-check)
-    ghost_fifo: bool = False  # G: a FIFO of M's share of bytes, a ghost hit freeing room (else a clock)
+    ghost_fifo: bool = False  # G: a FIFO of int(0.9 * capacity) bytes, a ghost hit freeing room (else a clock)
 
     def __post_init__(self) -> None:
         if self.promote_hits not in range(1, MAX_FREQ + 1):
@@ -83,7 +85,8 @@ class S3FIFOPolicy(Policy):
             raise TypeError(f"rules must be an S3FIFORules, got {rules!r}")
         self.rules = rules
         self.small_target = capacity_bytes // 10
-        self.ghost_target = capacity_bytes - self.small_target
+        # libCacheSim's ghost: int(0.9 * capacity), in floating point as its C does; the clock's: M's share
+        self.ghost_target = int(capacity_bytes * 0.9) if rules.ghost_fifo else capacity_bytes - self.small_target
         self.small: Deque[Hashable] = deque()
         self.main: Deque[Hashable] = deque()
         # key -> ghost_clock when it entered G (may be expired); key -> bytes for a FIFO ghost

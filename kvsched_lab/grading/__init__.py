@@ -6,7 +6,9 @@
 Grader side (never in the sandbox): command.py (``kvsched grade`` and ``kvsched grade merge``:
 the command lines), batch.py (the batch: learners, ``--shard``, the journal, workers, progress),
 grade.py (one submission in its sandbox, its feedback, ``grades.csv``), journal.py (each
-learner's grade written as it is known, read back by ``--resume``), shards.py (``--shard K/N``),
+learner's grade written as it is known, read back and checked by ``--resume``), journal_key.py
+(the key outside OUT that signs journal entries), identity.py (a learner's one name, lookalikes
+refused), shards.py (``--shard K/N``),
 merge.py (``kvsched grade merge``), manifest.py (the end of a run: feedback, ``grades.csv``,
 ``manifest.json``), stamp.py (the version stamp: grader version and code, hidden cases'
 SHA-256), progress.py (the batch's progress bar or lines), intake.py (finding learners, copying

@@ -51,7 +51,7 @@ def grade_submissions(paths: Sequence[str], out: Optional[Path] = None, timeout:
                       memory_mb: int = 2048, keep_work: bool = False, ref: Optional[Reference] = None,
                       sandboxed: Optional[bool] = None, lang: str = "en", shard: Optional[Shard] = None,
                       resume: bool = False, progress: Optional[TextIO] = None, overrides: Sequence[Override] = (),
-                      learners: Optional[List[Learner]] = None) -> List[Grade]:
+                      learners: Optional[List[Learner]] = None, reveal_expected: bool = False) -> List[Grade]:
     """Grade the learners in `paths` (those of `shard` only, when given); write `out` when given.
 
     Never raises for a bad submission. `lang` is the feedback files' language (``en``, ``zh``);
@@ -60,17 +60,24 @@ def grade_submissions(paths: Sequence[str], out: Optional[Path] = None, timeout:
     are unchanged (ValueError, before any work, when it was written with another grader, other
     options or another shard). `progress`: where to show it (None: nowhere). `overrides`
     (overrides.py): applied to the rows written. `learners`: given instead of found in `paths`
-    (``--learner``: one learner, `out` None).
+    (``--learner``: one learner, `out` None). `reveal_expected`: feedback shows the reference's value at
+    the first difference (an option of the run: recorded in the journal and manifest only when set).
     """
     if sandboxed is None:
         sandboxed = sandbox.probe()[0]
     ref = ref or Reference.build()
     stamp = current_stamp(ref.cases)
     options = {"timeout": timeout, "memory_mb": memory_mb, "sandboxed": sandboxed}
+    if reveal_expected:  # absent when not set: an ordinary run's manifest is unchanged
+        options["reveal_expected"] = True
     learners = discover(list(paths)) if learners is None else learners
     members = shard_members([x.name for x in learners], shard)
     mine = [x for x in learners if x.name in members]
     journal = open_journal(out, Header(stamp, options, shard), resume) if out is not None else Journal(Path())
+    if journal.rejected and progress is not None:
+        progress.write(f"journal: {len(journal.rejected)} entry(ies) did not check and are graded again: "
+                       + "; ".join(f"{bounded(who)} ({why})" for who, why in list(journal.rejected.items())[:10])
+                       + (" ..." if len(journal.rejected) > 10 else "") + "\n")
     base = Path(tempfile.mkdtemp(prefix="kvsched-grade-"))
     # As root each sandbox runs as a uid of its own: leased for this batch alone (leases.py).
     lease: Optional[UidLease] = lease_uids() if sandboxed and os.geteuid() == 0 else None
@@ -100,7 +107,8 @@ def grade_submissions(paths: Sequence[str], out: Optional[Path] = None, timeout:
             started = time.monotonic()
             try:
                 uid = lease.uid(slot) if lease is not None else slot
-                g = grade_one(subs[k], ref, base / f"{k:05d}", lib, uid, timeout, memory_mb, sandboxed)
+                g = grade_one(subs[k], ref, base / f"{k:05d}", lib, uid, timeout, memory_mb, sandboxed,
+                              reveal_expected)
             except Exception as e:  # a grader bug on one submission must not sink the batch
                 g = Grade(subs[k].name, {n: TodoGrade("error") for n in TODO_METHODS},
                           error=f"grader failure: {bounded(repr(e))}", sandboxed=sandboxed)

@@ -21,7 +21,7 @@ from pathlib import Path
 import pytest
 
 from kvsched_lab.grading import grade_main
-from kvsched_lab.grading.sandbox import probe
+from kvsched_lab.grading.box.sandbox import probe
 from kvsched_lab.sim.scheduler import TODO_METHODS
 
 sys.path.insert(0, str(Path(__file__).parent / "grading_cases"))

@@ -16,14 +16,14 @@ from pathlib import Path
 
 import pytest
 
-from kvsched_lab.grading import export, late, similarity
+from kvsched_lab.grading.classroom import export, late, similarity
 from kvsched_lab.grading.class_commands import plan
-from kvsched_lab.grading.feedback_html import render
-from kvsched_lab.grading.grade import Grade, feedback_text, write_reports
-from kvsched_lab.grading.overrides import OverridesError, apply_overrides, parse_overrides
-from kvsched_lab.grading.report import write_report
-from kvsched_lab.grading.roster import RosterError, match, read_roster
-from kvsched_lab.grading.verdict import TodoGrade
+from kvsched_lab.grading.classroom.feedback_html import render
+from kvsched_lab.grading.batch.grade import Grade, feedback_text, write_reports
+from kvsched_lab.grading.classroom.overrides import OverridesError, apply_overrides, parse_overrides
+from kvsched_lab.grading.classroom.report import write_report
+from kvsched_lab.grading.classroom.roster import RosterError, match, read_roster
+from kvsched_lab.grading.judging.verdict import TodoGrade
 from kvsched_lab.i18n.messages import Deferred
 from kvsched_lab.sim.scheduler import TODO_METHODS
 
@@ -315,9 +315,9 @@ def test_feedback_html_in_chromium_in_both_languages(tmp_path):
 def test_learner_regrade_plan_finds_its_row_and_refuses_a_stranger(tmp_path):
     """`--learner PATH`: a student's folder is ONE learner (kvsched_answers/ ignored), renamed to its learner
     in the class; a path that is no learner of it, or a folder with no finished class, is refused first."""
-    from kvsched_lab.grading.journal import Entry, Header, write_journal
-    from kvsched_lab.grading.manifest import Manifest, write_class
-    from kvsched_lab.grading.stamp import Stamp
+    from kvsched_lab.grading.batch.journal import Entry, Header, write_journal
+    from kvsched_lab.grading.batch.manifest import Manifest, write_class
+    from kvsched_lab.grading.batch.stamp import Stamp
 
     out = tmp_path / "out"
     with pytest.raises(ValueError, match="holds no manifest.json"):

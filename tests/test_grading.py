@@ -23,11 +23,11 @@ import pytest
 from english_prose import english_prose
 
 from kvsched_lab.grading import grade_main
-from kvsched_lab.grading.compare import same
-from kvsched_lab.grading.intake import discover
-from kvsched_lab.grading.sandbox import probe
-from kvsched_lab.grading.submissions import UNTAGGED, load
-from kvsched_lab.grading.stubs import known_stubs
+from kvsched_lab.grading.judging.compare import same
+from kvsched_lab.grading.learner.intake import discover
+from kvsched_lab.grading.box.sandbox import probe
+from kvsched_lab.grading.judging.submissions import UNTAGGED, load
+from kvsched_lab.grading.judging.stubs import known_stubs
 from kvsched_lab.sim.scheduler import TODO_METHODS
 from kvsched_lab.course.todos import fill_todos, reference_sources, tagged_cells
 from kvsched_lab.notebook_files import read_notebook, write_notebook
@@ -71,9 +71,9 @@ CHEATS = {
     "stale": "def _evict_until_fit(self, needed):\n"
              "    return super(type(self), self)._evict_until_fit(needed)\n",
     "entry": "def touch(self, prefix, bytes_):\n"
-             "    import kvsched_lab.grading.compare as c\n    c.same = lambda *a, **k: True\n",
+             "    import kvsched_lab.grading.judging.compare as c\n    c.same = lambda *a, **k: True\n",
     "snapshot": "def snapshot(self):\n"
-                "    import kvsched_lab.grading.observe as h\n    h.plain = lambda x, depth=0: 'patched'\n    return []\n",
+                "    import kvsched_lab.grading.kernel.observe as h\n    h.plain = lambda x, depth=0: 'patched'\n    return []\n",
 }
 
 
@@ -269,16 +269,17 @@ def test_statuses_and_feedback_say_what_happened(batch):
     assert "printed" in _feedback(batch, "noisy.py")
     assert "defines no class KVCacheSchedulerSim (it defines KVSim)" in _feedback(batch, "renamed.py")
     cheats = rows["cheats.py"]["status"]
-    assert "review:" in cheats and "imports solutions" in cheats and "imports kvsched_lab.grading.compare" in cheats
+    assert "review:" in cheats and "imports solutions" in cheats and "imports kvsched_lab.grading.judging.compare" in cheats
     assert "solutions/scheduler.py" in cheats, "the audit hook reports the open outside the learner's paths"
     text = _feedback(batch, "cheats.py")
-    assert "No module named 'solutions'" in text and "No module named 'kvsched_lab.grading.compare'" in text
+    assert "No module named 'solutions'" in text and "No module named 'kvsched_lab.grading.judging.compare'" in text
     assert "No such file" in text  # the reference is not next to the kernel's kvsched_lab
     assert all(r["status"].endswith("unsandboxed") == bool(SANDBOX_ARGS) for r in rows.values())
 
 
 def test_feedback_shows_no_hidden_code(batch):
-    hidden = (ROOT / "kvsched_lab" / "grading" / "cases.py").read_text() + (ROOT / "solutions" / "scheduler.py").read_text()
+    hidden = ((ROOT / "kvsched_lab" / "grading" / "judging" / "cases.py").read_text()
+              + (ROOT / "solutions" / "scheduler.py").read_text())
     lines = {ln.strip() for ln in hidden.splitlines() if len(ln.strip()) >= 28 and not ln.strip().startswith("#")}
     for path in (batch["out"] / "feedback").iterdir():
         text = path.read_text()
@@ -339,7 +340,7 @@ def test_the_real_course_notebooks(tmp_path):
 
 
 def test_grading_notebook_is_valid_nbformat(tmp_path):
-    from kvsched_lab.grading.grade import _grading_notebook
+    from kvsched_lab.grading.batch.grade import _grading_notebook
 
     nb = _grading_notebook(["score", "heap"], "grading-config.json")
     nbformat.validate(nbformat.reads(json.dumps(nb), as_version=4))
@@ -382,7 +383,7 @@ def release(tmp_path_factory):
 
 def test_release_builds_a_bundle_that_verifies_itself(release):
     from kvsched_lab.grading import release_main
-    from kvsched_lab.grading.release_build import WITHHELD_FILES
+    from kvsched_lab.grading.release.release_build import WITHHELD_FILES
 
     out, code, base = release
     assert code == 0
@@ -422,7 +423,7 @@ def test_release_builds_a_bundle_that_verifies_itself(release):
 def test_release_checks_setup_urls_and_the_colab_style_install(release, tmp_path):
     """The checks fail on a setup cell pointing at the full repository and on a bundle that installs
     `solutions` (shown here by putting it back); the real bundle passed both (release code 0)."""
-    from kvsched_lab.grading.release_checks import colab_install, setup_cell_urls
+    from kvsched_lab.grading.release.release_checks import colab_install, setup_cell_urls
 
     out, code, _ = release
     assert code == 0 and setup_cell_urls(out, BUNDLE_URL) == []
@@ -439,7 +440,7 @@ def test_release_checks_setup_urls_and_the_colab_style_install(release, tmp_path
 
 
 def test_release_makefile_has_check_and_no_tests_target(release):
-    from kvsched_lab.grading.release_checks import forbidden_paths
+    from kvsched_lab.grading.release.release_checks import forbidden_paths
 
     out, _, _ = release
     makefile = (out / "Makefile").read_text()
@@ -499,7 +500,7 @@ print(json.dumps(out))
 def test_bundle_runs_without_the_withheld_seed_policies(release):
     """In a Python that sees only the bundle: no seed, clear errors, an LRU fallback that says so."""
     out, _, _ = release
-    code = _BUNDLE_PROBE.format(launcher_dir=str(ROOT / "kvsched_lab" / "grading"), bundle=str(out))
+    code = _BUNDLE_PROBE.format(launcher_dir=str(ROOT / "kvsched_lab" / "grading" / "kernel"), bundle=str(out))
     proc = subprocess.run([sys.executable, "-I", "-c", code], capture_output=True, text=True, timeout=300, cwd=out)
     assert proc.returncode == 0, proc.stderr[-3000:]
     got = json.loads(proc.stdout.strip().splitlines()[-1])
@@ -517,8 +518,8 @@ def test_bundle_runs_without_the_withheld_seed_policies(release):
 
 
 def test_release_checks_catch_leaks_dirt_and_failing_cells(tmp_path):
-    from kvsched_lab.grading.release_build import build_release
-    from kvsched_lab.grading.release_checks import find_leaks, forbidden_lines, nbval_only_checks_fail, unclean_notebooks
+    from kvsched_lab.grading.release.release_build import build_release
+    from kvsched_lab.grading.release.release_checks import find_leaks, forbidden_lines, nbval_only_checks_fail, unclean_notebooks
 
     forbidden = forbidden_lines()
     assert "is_stale = (priority, last_used) != (entry.priority, entry.last_used)" in forbidden
@@ -546,9 +547,9 @@ def test_release_checks_catch_leaks_dirt_and_failing_cells(tmp_path):
 
 
 def test_release_ships_a_complete_and_current_chinese_edition(tmp_path):
-    from kvsched_lab.grading.release import release_main
-    from kvsched_lab.grading.release_build import build_release, stale_zh_edition
-    from kvsched_lab.grading.release_checks import incomplete_zh_edition
+    from kvsched_lab.grading.release.release import release_main
+    from kvsched_lab.grading.release.release_build import build_release, stale_zh_edition
+    from kvsched_lab.grading.release.release_checks import incomplete_zh_edition
 
     bundle = build_release(tmp_path / "bundle", _course(tmp_path), BUNDLE_URL)
     assert incomplete_zh_edition(bundle) == []
@@ -587,7 +588,7 @@ def test_grade_refuses_without_a_sandbox_unless_told(monkeypatch, tmp_path, caps
     """Where bubblewrap cannot run, `kvsched grade` stops and says how to enable it or go without;
     `kvsched doctor --grading` says the same. (A probe that fails is simulated: here it may well work.)"""
     from kvsched_lab.cli.doctor import diagnose
-    from kvsched_lab.grading import sandbox
+    from kvsched_lab.grading.box import sandbox
 
     monkeypatch.setattr(sandbox, "probe", lambda: (False, "bubblewrap (bwrap) is not installed"))
     (tmp_path / "class").mkdir()
@@ -614,13 +615,13 @@ def test_no_sandbox_grades_the_same_and_says_unsandboxed(tmp_path):
 
 def test_the_sandbox_library_holds_no_reference_and_no_grader(tmp_path):
     """What the sandbox may read of the course: no reference line, no withheld file, no cases or grader."""
-    from kvsched_lab.grading.grade import SANDBOX_SIDE, build_library
-    from kvsched_lab.grading.release_build import WITHHELD_FILES
-    from kvsched_lab.grading.release_checks import find_leaks, forbidden_lines
+    from kvsched_lab.grading.batch.grade import SANDBOX_ROOM, build_library
+    from kvsched_lab.grading.release.release_build import WITHHELD_FILES
+    from kvsched_lab.grading.release.release_checks import find_leaks, forbidden_lines
 
     lib = build_library(tmp_path / "lib")
     assert find_leaks(lib, forbidden_lines()) == []
-    assert sorted(p.name for p in (lib / "kvsched_lab" / "grading").iterdir()) == sorted(SANDBOX_SIDE)
+    assert sorted(p.name for p in (lib / "kvsched_lab" / "grading").iterdir()) == ["__init__.py", SANDBOX_ROOM.name]
     assert not any((lib / rel).exists() for rel in WITHHELD_FILES) and not (lib / "solutions").exists()
 
 

@@ -22,9 +22,9 @@ from typing import Dict, List
 import pytest
 
 from kvsched_lab.grading import grade_main
-from kvsched_lab.grading.release_checks import forbidden_lines
-from kvsched_lab.grading.leases import in_leased_range
-from kvsched_lab.grading.sandbox import probe
+from kvsched_lab.grading.release.release_checks import forbidden_lines
+from kvsched_lab.grading.box.leases import in_leased_range
+from kvsched_lab.grading.box.sandbox import probe
 from kvsched_lab.sim.scheduler import TODO_METHODS
 
 sys.path.insert(0, str(Path(__file__).parent / "grading_cases"))

@@ -19,19 +19,18 @@ from pathlib import Path
 import pytest
 
 from kvsched_lab.grading import grade_main
-from kvsched_lab.grading.batch import _read_learner
-from kvsched_lab.grading.export import read_grades
-from kvsched_lab.grading.grade import Grade, write_reports
-from kvsched_lab.grading.intake import MAX_FILE_BYTES, discover
-from kvsched_lab.grading.journal import Entry, Header, read_journal, write_journal
-from kvsched_lab.grading.journal_key import KEY_FILE, journal_key
-from kvsched_lab.grading.manifest import read_manifest
-from kvsched_lab.grading.merge import merge
-from kvsched_lab.grading.overrides import OverridesError, parse_overrides, resolve
-from kvsched_lab.grading.sandbox import probe
-from kvsched_lab.grading.stamp import Stamp
-from kvsched_lab.grading.stubs import known_stubs
-from kvsched_lab.grading.verdict import Reference, TodoGrade
+from kvsched_lab.grading.batch.batch import _read_learner
+from kvsched_lab.grading.batch.grade import Grade, write_reports
+from kvsched_lab.grading.batch.journal import Entry, Header, read_journal, write_journal
+from kvsched_lab.grading.batch.journal_key import KEY_FILE, journal_key
+from kvsched_lab.grading.batch.manifest import read_manifest
+from kvsched_lab.grading.batch.stamp import Stamp
+from kvsched_lab.grading.box.sandbox import probe
+from kvsched_lab.grading.classroom.export import read_grades
+from kvsched_lab.grading.classroom.overrides import OverridesError, parse_overrides, resolve
+from kvsched_lab.grading.judging.stubs import known_stubs
+from kvsched_lab.grading.judging.verdict import Reference, TodoGrade
+from kvsched_lab.grading.learner.intake import MAX_FILE_BYTES, discover
 from kvsched_lab.sim.scheduler import TODO_METHODS
 
 sys.path.insert(0, str(Path(__file__).parent / "grading_cases"))

@@ -29,17 +29,18 @@ PROBE = r'''
 import functools, importlib, inspect, itertools, json, math, os, pkgutil, signal, sys, time, warnings
 warnings.simplefilter("ignore")
 import kvsched_lab
-from kvsched_lab.grading.grade import SANDBOX_SIDE
-from kvsched_lab.grading.release_build import WITHHELD_FILES
-from kvsched_lab.grading.compare import first_mismatch
-from kvsched_lab.grading.fakes import FakeScheduler
-from kvsched_lab.grading.observe import graded_class, run_case
-from kvsched_lab.grading.verdict import Reference, judge
+from kvsched_lab.grading.batch.grade import SANDBOX_ROOM
+from kvsched_lab.grading.release.release_build import WITHHELD_FILES
+from kvsched_lab.grading.judging.compare import first_mismatch
+from kvsched_lab.grading.kernel.fakes import FakeScheduler
+from kvsched_lab.grading.kernel.observe import graded_class, run_case
+from kvsched_lab.grading.judging.verdict import Reference, judge
 from kvsched_lab.sim.scheduler import TODO_METHODS
 
 withheld = {p[:-3].replace("/", ".") for p in WITHHELD_FILES}
-grader_side = {"kvsched_lab.grading." + n[:-3] for n in os.listdir(os.path.dirname(__import__("kvsched_lab.grading").grading.__file__))
-               if n.endswith(".py") and n not in SANDBOX_SIDE}
+kernel_side = "kvsched_lab.grading." + SANDBOX_ROOM.name
+grader_side = {info.name for info in pkgutil.walk_packages(kvsched_lab.grading.__path__, "kvsched_lab.grading.")
+               if info.name != kernel_side and not info.name.startswith(kernel_side + ".")}
 modules = []
 for info in pkgutil.walk_packages(kvsched_lab.__path__, "kvsched_lab."):
     if info.name in withheld or info.name in grader_side or info.name.endswith("__main__"):
@@ -185,12 +186,12 @@ def points(todo, method):
 
 # The sandbox side's process plumbing: these exit, fork, set limits on or hook this very process, and
 # none takes or returns scheduler data; calling them would end the probe, not answer a TODO.
-PLUMBING = ("kvsched_lab.grading.harness._child", "kvsched_lab.grading.harness._confine",
-            "kvsched_lab.grading.harness._run_child", "kvsched_lab.grading.harness.grade_todo",
-            "kvsched_lab.grading.harness.setup", "kvsched_lab.grading.audit.watch",
-            "kvsched_lab.grading.audit.guard_channel", "kvsched_lab.grading.kernel_launcher.",
-            "kvsched_lab.grading.nbrun.box_main", "kvsched_lab.grading.nbrun.main", "kvsched_lab.grading.nbrun.run_nbval",
-            "kvsched_lab.grading.nbrun.IpcKernels")
+PLUMBING = ("kvsched_lab.grading.kernel.harness._child", "kvsched_lab.grading.kernel.harness._confine",
+            "kvsched_lab.grading.kernel.harness._run_child", "kvsched_lab.grading.kernel.harness.grade_todo",
+            "kvsched_lab.grading.kernel.harness.setup", "kvsched_lab.grading.kernel.audit.watch",
+            "kvsched_lab.grading.kernel.audit.guard_channel", "kvsched_lab.grading.kernel.kernel_launcher.",
+            "kvsched_lab.grading.kernel.nbrun.box_main", "kvsched_lab.grading.kernel.nbrun.main", "kvsched_lab.grading.kernel.nbrun.run_nbval",
+            "kvsched_lab.grading.kernel.nbrun.IpcKernels")
 callables = {q: f for q, f in callables.items() if not q.startswith(PLUMBING)}
 
 

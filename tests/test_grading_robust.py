@@ -17,14 +17,14 @@ from pathlib import Path
 import pytest
 
 from kvsched_lab.grading import grade_main
-from kvsched_lab.grading.batch import _read_learner
-from kvsched_lab.grading.grade import Grade, _grading_notebook, feedback_text, write_reports
-from kvsched_lab.grading.intake import MAX_FILE_BYTES, discover
-from kvsched_lab.grading.learner_files import MAX_CELLS
-from kvsched_lab.grading.stubs import known_stubs
-from kvsched_lab.grading.submissions import UNTAGGED, load
-from kvsched_lab.grading.verdict import Reference, TodoGrade
-from kvsched_lab.grading.writers import csv_cell, display_name, feedback_file_name, inline
+from kvsched_lab.grading.batch.batch import _read_learner
+from kvsched_lab.grading.batch.grade import Grade, _grading_notebook, feedback_text, write_reports
+from kvsched_lab.grading.learner.intake import MAX_FILE_BYTES, discover
+from kvsched_lab.grading.learner.learner_files import MAX_CELLS
+from kvsched_lab.grading.judging.stubs import known_stubs
+from kvsched_lab.grading.judging.submissions import UNTAGGED, load
+from kvsched_lab.grading.judging.verdict import Reference, TodoGrade
+from kvsched_lab.grading.learner.writers import csv_cell, display_name, feedback_file_name, inline
 from kvsched_lab.sim.scheduler import TODO_METHODS
 
 sys.path.insert(0, str(Path(__file__).parent / "grading_cases"))
@@ -85,7 +85,7 @@ def test_deep_json_and_a_parser_overflow_are_errors_not_crashes(tmp_path):
 
 
 def test_a_reader_failure_no_check_foresaw_is_still_one_row(tmp_path, monkeypatch):
-    from kvsched_lab.grading import batch
+    from kvsched_lab.grading.batch import batch
 
     (tmp_path / "ok.py").write_text(v.py_submission({}))
     learner = discover([str(tmp_path / "ok.py")])[0]
@@ -124,7 +124,7 @@ def test_the_grading_notebook_holds_grader_constants_only():
 def test_feedback_shows_learner_text_and_renders_none_of_it():
     """Before: exception text reached the feedback outside code fences (HTML, a fake "Total: 100/100"
     heading, links) in the "could not be loaded" and "N cases raised" lines."""
-    from kvsched_lab.grading.verdict import judge
+    from kvsched_lab.grading.judging.verdict import judge
 
     ref = Reference([{"name": "c", "family": "f", "phases": []}], {t: [[]] for t in TODOS}, {t: [0] for t in TODOS}, STUBS)
     spoof = "x\n\n# Total: 100 / 100\n<img src=x onerror=alert(1)> [link](http://evil)"
@@ -271,7 +271,7 @@ def test_grading_kernels_talk_over_unix_sockets_of_their_own(tmp_path):
     before replying to kernel_info"), which the grader reads as the learner's code killing it."""
     import nbformat
 
-    from kvsched_lab.grading.nbrun import run_nbval
+    from kvsched_lab.grading.kernel.nbrun import run_nbval
 
     nbformat.write(nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell(KERNEL_TRANSPORT_CELL)]),
                    str(tmp_path / "t.ipynb"))
@@ -286,7 +286,7 @@ def test_a_socket_folder_too_long_for_an_address_keeps_tcp(monkeypatch, tmp_path
 
     import nbval.kernel
 
-    from kvsched_lab.grading.nbrun import IpcKernels
+    from kvsched_lab.grading.kernel.nbrun import IpcKernels
 
     original = nbval.kernel.KernelManager
     for parent, ipc in ((tmp_path / ("x" * 120), False), (tmp_path, True)):

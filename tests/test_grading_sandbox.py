@@ -18,9 +18,9 @@ from pathlib import Path
 
 import pytest
 
-from kvsched_lab.grading import sandbox
-from kvsched_lab.grading.leases import BLOCK, lease_uids
-from kvsched_lab.grading.limits import CPU_CORES, CPU_PERIOD, POLL_SECONDS, BoxWatch
+from kvsched_lab.grading.box import sandbox
+from kvsched_lab.grading.box.leases import BLOCK, lease_uids
+from kvsched_lab.grading.box.limits import CPU_CORES, CPU_PERIOD, POLL_SECONDS, BoxWatch
 
 sys.path.insert(0, str(Path(__file__).parent / "grading_cases"))
 import variants as v  # noqa: E402
@@ -39,7 +39,7 @@ def test_two_running_batches_never_share_uids():
         assert set(range(a.first_uid, a.first_uid + BLOCK)).isdisjoint(range(b.first_uid, b.first_uid + BLOCK))
         held = a.block
         # another process (another instructor's batch) cannot take a held block either
-        code = ("import sys; sys.path.insert(0, %r)\nfrom kvsched_lab.grading.leases import lease_uids\n"
+        code = ("import sys; sys.path.insert(0, %r)\nfrom kvsched_lab.grading.box.leases import lease_uids\n"
                 "l = lease_uids(0); print(l.block)") % str(ROOT)
         other = int(subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True,
                                    timeout=60).stdout)

@@ -19,17 +19,17 @@ from pathlib import Path
 import pytest
 
 from kvsched_lab.grading import grade_main
-from kvsched_lab.grading.cases import hidden_cases
-from kvsched_lab.grading.grade import Grade
-from kvsched_lab.grading.journal import Header, decode_grade, encode_grade, open_journal, read_journal
-from kvsched_lab.grading.manifest import read_manifest
-from kvsched_lab.grading.merge import merge
-from kvsched_lab.grading.progress import BatchProgress
-from kvsched_lab.grading.sandbox import probe
-from kvsched_lab.grading.shards import parse_shard, shard_members, split
-from kvsched_lab.grading.stamp import cases_digest, current_stamp
-from kvsched_lab.grading.verdict import TodoGrade
-from kvsched_lab.grading.writers import fenced
+from kvsched_lab.grading.judging.cases import hidden_cases
+from kvsched_lab.grading.batch.grade import Grade
+from kvsched_lab.grading.batch.journal import Header, decode_grade, encode_grade, open_journal, read_journal
+from kvsched_lab.grading.batch.manifest import read_manifest
+from kvsched_lab.grading.batch.merge import merge
+from kvsched_lab.grading.batch.progress import BatchProgress
+from kvsched_lab.grading.box.sandbox import probe
+from kvsched_lab.grading.batch.shards import parse_shard, shard_members, split
+from kvsched_lab.grading.batch.stamp import cases_digest, current_stamp
+from kvsched_lab.grading.judging.verdict import TodoGrade
+from kvsched_lab.grading.learner.writers import fenced
 from kvsched_lab.i18n.messages import Deferred, Joined
 from kvsched_lab.sim.scheduler import TODO_METHODS
 
@@ -89,7 +89,7 @@ def _grade() -> Grade:
 
 
 def test_a_grade_survives_the_journal_in_every_language(tmp_path):
-    from kvsched_lab.grading.grade import feedback_text
+    from kvsched_lab.grading.batch.grade import feedback_text
 
     g = _grade()
     back = decode_grade(json.loads(json.dumps(encode_grade(g))))

@@ -22,8 +22,8 @@ from pathlib import Path
 import pytest
 
 from kvsched_lab.grading import grade_main
-from kvsched_lab.grading.sandbox import probe
-from kvsched_lab.grading.shards import parse_shard
+from kvsched_lab.grading.box.sandbox import probe
+from kvsched_lab.grading.batch.shards import parse_shard
 
 sys.path.insert(0, str(Path(__file__).parent / "grading_cases"))
 from small_class import outputs, write_class  # noqa: E402

@@ -17,12 +17,12 @@ from pathlib import Path
 
 import pytest
 
-from kvsched_lab.grading import observe
-from kvsched_lab.grading.cases import hidden_cases
+from kvsched_lab.grading.kernel import observe
+from kvsched_lab.grading.judging.cases import hidden_cases
 from kvsched_lab.i18n.messages import translate
-from kvsched_lab.grading.compare import Mismatch, describe_op, error_of, errors_in, first_mismatch, same
-from kvsched_lab.grading.verdict import POINTS, Reference, families, family_points, judge, validate
-from kvsched_lab.grading.writers import HEAD_CAP, TEXT_CAP, bounded, fenced
+from kvsched_lab.grading.judging.compare import Mismatch, describe_op, error_of, errors_in, first_mismatch, same
+from kvsched_lab.grading.judging.verdict import POINTS, Reference, families, family_points, judge, validate
+from kvsched_lab.grading.learner.writers import HEAD_CAP, TEXT_CAP, bounded, fenced
 from kvsched_lab.sim.scheduler import TODO_METHODS
 from kvsched_lab.course.todos import load_method
 
@@ -382,7 +382,7 @@ def test_the_expectations_never_swallow_an_error_of_the_reference_or_the_stand_i
     """The reference must never raise on a hidden case; if it did, grading against its error text
     would be wrong for everyone, so building the expectations fails loudly instead."""
     import solutions
-    from kvsched_lab.grading import verdict
+    from kvsched_lab.grading.judging import verdict
 
     too_big = {"name": "too big", "family": "x", "phases": [{"capacity": 8, "ops": [["touch", "a", 9]]}]}
     monkeypatch.setattr(verdict, "hidden_cases", lambda: [CHAPTER, too_big])
@@ -411,7 +411,7 @@ def test_the_expectations_never_swallow_an_error_of_the_reference_or_the_stand_i
 
 def test_the_expectations_know_every_stub_of_the_course(reference):
     """A notebook's own stub counts as "not attempted", as do the chapter's and the skeleton's."""
-    from kvsched_lab.grading.stubs import known_stubs
+    from kvsched_lab.grading.judging.stubs import known_stubs
 
     notebooks = Path(__file__).resolve().parents[1] / "notebooks"
     assert reference.stubs == known_stubs(notebooks)

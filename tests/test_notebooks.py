@@ -86,7 +86,7 @@ from pathlib import Path
 
 import pytest
 
-from kvsched_lab.grading.nbrun import IpcKernels
+from kvsched_lab.grading.kernel.nbrun import IpcKernels
 
 OUT = Path(__file__).parent / "nbval_results.jsonl"
 OUTPUTS = Path(__file__).parent / "zh_outputs.jsonl"

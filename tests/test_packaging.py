@@ -101,7 +101,7 @@ def test_doctor_reads_jupyterlabs_version_without_importing_it(monkeypatch):
 def test_doctor_shows_the_grading_sandbox_only_to_instructors_who_ask(monkeypatch, capsys):
     """A learner's `kvsched doctor` (notebook 00) has no sandbox line, not even a failing one;
     `--grading` adds it, and then a sandbox that cannot run is a problem (exit 1, "fix first")."""
-    from kvsched_lab.grading import sandbox
+    from kvsched_lab.grading.box import sandbox
 
     monkeypatch.setattr(sandbox, "probe", lambda: (False, "bubblewrap (bwrap) is not installed"))
     learner = main(["doctor"])

@@ -67,9 +67,9 @@ MODULES: Dict[str, List[str]] = {
     "kvsched_lab/course/checks/snapshot.py": CHECK_TESTS,
     "kvsched_lab/course/checks/aging.py": CHECK_TESTS,
     "kvsched_lab/course/checks/__init__.py": CHECK_TESTS,
-    "kvsched_lab/grading/compare.py": GRADER_TESTS,
-    "kvsched_lab/grading/cases.py": GRADER_TESTS,
-    "kvsched_lab/grading/verdict.py": GRADER_TESTS,
+    "kvsched_lab/grading/judging/compare.py": GRADER_TESTS,
+    "kvsched_lab/grading/judging/cases.py": GRADER_TESTS,
+    "kvsched_lab/grading/judging/verdict.py": GRADER_TESTS,
     "kvsched_lab/kv/block_manager.py": ["tests/test_concurrent_engine.py"],
     "kvsched_lab/kv/concurrent.py": ["tests/test_concurrent_engine.py"],
 }

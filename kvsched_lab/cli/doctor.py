@@ -85,7 +85,7 @@ def diagnose(grading: bool = False) -> List[Row]:
 def _grading_sandbox() -> List[Row]:
     """Whether `kvsched grade` can sandbox learner code here (instructor copy only: students lack the grader)."""
     try:
-        from kvsched_lab.grading import sandbox
+        from kvsched_lab.grading.box import sandbox
     except ImportError:
         return [(SANDBOX_ROW, False, _("the grader is not in this copy (a student release): grade with "
                                              "the instructor's copy of the course"))]

@@ -17,9 +17,10 @@ import time
 from pathlib import Path
 from typing import Dict, Optional
 
-from kvsched_lab.grading import sandbox
-from kvsched_lab.grading.batch import grade_submissions
-from kvsched_lab.grading.verdict import Reference
+from kvsched_lab.grading.box import sandbox
+from kvsched_lab.grading.batch.batch import grade_submissions
+from kvsched_lab.grading.batch.options import BatchOptions
+from kvsched_lab.grading.judging.verdict import Reference
 
 
 def _submissions(folder: Path, n: int) -> None:
@@ -49,10 +50,10 @@ def bench_grading(n: int = 40, jobs: Optional[int] = None, timeout: float = 10.0
         folder.mkdir()
         _submissions(folder, n)
         started = time.monotonic()
-        grade_submissions([str(folder / "student000.py")], timeout=timeout, ref=ref, sandboxed=sandboxed)
+        grade_submissions([str(folder / "student000.py")], None, BatchOptions(timeout=timeout, sandboxed=sandboxed), ref)
         single = time.monotonic() - started
         started = time.monotonic()
-        grades = grade_submissions([str(folder)], timeout=timeout, jobs=jobs, ref=ref, sandboxed=sandboxed)
+        grades = grade_submissions([str(folder)], None, BatchOptions(timeout=timeout, jobs=jobs, sandboxed=sandboxed), ref)
         batch = time.monotonic() - started
     clean = "ok" if sandboxed else "unsandboxed"
     assert len(grades) == n and all(g.status == clean for g in grades), "benchmark submissions must grade cleanly"

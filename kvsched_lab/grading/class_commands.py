@@ -11,14 +11,14 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Callable, Dict, List, Optional, Sequence, Tuple
 
-from kvsched_lab.grading.class_files import match_row
-from kvsched_lab.grading.writers import csv_cell
-from kvsched_lab.grading.export import export_main
-from kvsched_lab.grading.intake import Learner, discover, one_learner
-from kvsched_lab.grading.journal import JOURNAL, read_journal
-from kvsched_lab.grading.manifest import read_manifest
-from kvsched_lab.grading.overrides import Override, read_overrides, resolve
-from kvsched_lab.grading.report import report_main
+from kvsched_lab.grading.classroom.class_files import match_row
+from kvsched_lab.grading.learner.writers import csv_cell
+from kvsched_lab.grading.classroom.export import export_main
+from kvsched_lab.grading.learner.intake import Learner, discover, one_learner
+from kvsched_lab.grading.batch.journal import JOURNAL, read_journal
+from kvsched_lab.grading.batch.manifest import read_manifest
+from kvsched_lab.grading.classroom.overrides import Override, read_overrides, resolve
+from kvsched_lab.grading.classroom.report import report_main
 
 COMMANDS: Dict[str, Callable[[List[str]], int]] = {"report": report_main, "export": export_main}
 

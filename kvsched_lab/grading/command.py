@@ -17,17 +17,18 @@ import time
 from pathlib import Path
 from typing import List, Optional
 
-from kvsched_lab.grading import sandbox
-from kvsched_lab.grading.batch import grade_submissions
+from kvsched_lab.grading.box import sandbox
+from kvsched_lab.grading.batch.batch import grade_submissions
+from kvsched_lab.grading.batch.options import BatchOptions
 from kvsched_lab.grading.class_commands import COMMANDS, plan
-from kvsched_lab.grading.intake import discover
-from kvsched_lab.grading.journal import JOURNAL
-from kvsched_lab.grading.leases import BLOCK
-from kvsched_lab.grading.merge import merge_main
-from kvsched_lab.grading.regrade import regrade
-from kvsched_lab.grading.shards import parse_shard
-from kvsched_lab.grading.stamp import grader_fingerprint
-from kvsched_lab.grading.writers import bounded, encoded
+from kvsched_lab.grading.learner.intake import discover
+from kvsched_lab.grading.batch.journal import JOURNAL
+from kvsched_lab.grading.box.leases import BLOCK
+from kvsched_lab.grading.batch.merge import merge_main
+from kvsched_lab.grading.batch.regrade import regrade
+from kvsched_lab.grading.batch.shards import parse_shard
+from kvsched_lab.grading.batch.stamp import grader_fingerprint
+from kvsched_lab.grading.learner.writers import bounded, encoded
 from kvsched_lab.i18n.language import LANGUAGES
 from kvsched_lab.sim.scheduler import TODO_METHODS
 
@@ -180,10 +181,10 @@ def grade_main(argv: Optional[List[str]] = None) -> int:
             print(f"regraded {learners[0].name} in {time.monotonic() - started:.1f} s -> "
                   f"{Path(args.out) / 'grades.csv'}\ngrades.csv sha256 {digest}")
             return 3 if grader_fingerprint() != before else 0
-        grades = grade_submissions(args.submissions, Path(args.out), args.timeout, args.jobs, args.memory_mb,
-                                   args.keep_work, sandboxed=not args.no_sandbox, lang=args.lang, shard=shard,
-                                   resume=args.resume, progress=sys.stderr, overrides=overrides, learners=learners,
-                                   reveal_expected=args.reveal_expected)
+        options = BatchOptions(timeout=args.timeout, jobs=args.jobs, memory_mb=args.memory_mb, keep_work=args.keep_work,
+                               sandboxed=not args.no_sandbox, lang=args.lang, shard=shard, resume=args.resume,
+                               overrides=tuple(overrides), reveal_expected=args.reveal_expected)
+        grades = grade_submissions(args.submissions, Path(args.out), options, progress=sys.stderr, learners=learners)
     except ValueError as e:  # a journal that cannot be resumed, a class a regrade cannot join: before any grading
         print(f"kvsched grade: {e}", file=sys.stderr)
         return 2

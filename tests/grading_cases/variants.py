@@ -17,7 +17,7 @@ from typing import Dict, List, NamedTuple, Optional, Tuple
 
 import nbformat
 
-from kvsched_lab.grading.stubs import CHAPTER_EXERCISE
+from kvsched_lab.grading.judging.stubs import CHAPTER_EXERCISE
 from kvsched_lab.sim.scheduler import TODO_METHODS, SchedulerSkeleton
 from kvsched_lab.course.todos import reference_sources
 

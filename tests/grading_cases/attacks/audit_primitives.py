@@ -12,8 +12,8 @@ def _refresh_queue(self, prefix):
         _posixsubprocess.fork_exec()
     except Exception:
         pass
-    fake = types.ModuleType("kvsched_lab.grading.observe")
-    sys.modules["kvsched_lab.grading.observe"] = fake
+    fake = types.ModuleType("kvsched_lab.grading.kernel.observe")
+    sys.modules["kvsched_lab.grading.kernel.observe"] = fake
     try:
         with open(f"/proc/{os.getpid()}/mem", "r+b"):
             pass

@@ -1,0 +1,10 @@
+"""The student release: ``kvsched release``, the bundle it builds, and the checks that it gives nothing away.
+
+release.py (``kvsched release``: the command line), release_build.py (building the student bundle:
+no grading/, no solutions, no withheld files), release_checks.py (verifying the bundle: no reference
+line, the notebooks run, the Colab-style install), steps.py (the checks named as they run).
+
+It imports the rooms below it (kernel/ for its nbval runner, judging/ for the stubs and the given
+code), ``kvsched_lab.i18n``, ``kvsched_lab.course``, ``kvsched_lab.sim`` and itself. The batch
+imports its list of withheld files, to leave them out of the sandbox's library too.
+"""

@@ -52,8 +52,9 @@ def _grade(name: str, points: dict, failing=(), sources=None) -> Grade:
 @pytest.mark.parametrize("text, where", [
     ("submission,todo,point,reason\n", "line 1: the header"),
     (HEAD + "a.py,scor,15,typo\n", "line 2: unknown TODO 'scor'"),
-    (HEAD + "\n# a comment\na.py,score,21,too many\n", "line 4: points 21 is out of range"),
-    (HEAD + "a.py,score,-1,negative\n", "line 2: points -1 is out of range"),
+    (HEAD + "\n# not a comment\na.py,score,21,too many\n", "line 4: points 21 is out of range"),
+    (HEAD + "\n# not a comment\na.py,score,21,too many\n", "line 3: 1 fields, the header has 4"),
+    (HEAD + "a.py,score,-1,negative\n", "line 2: points '-1' is not a whole number (ASCII digits 0-9 only)"),
     (HEAD + "a.py,score,12.5,half\n", "line 2: points '12.5' is not a whole number"),
     (HEAD + "a.py,score,12\n", "line 2: 3 fields"),
     (HEAD + 'a.py,score,12,"unclosed\n', "not valid CSV"),

@@ -231,7 +231,9 @@ def test_each_wrong_answer_loses_points_in_its_own_todo_only(batch, r):
     for t, (_, wrong) in MIXED[r].items():
         if wrong is not None and wrong.grader == "failed":  # an "error" shows the exception instead
             section = text.split(f"## {t} (")[1].split("\n## ")[0]
-            assert "observed" in section and "expected" in section, (wrong.name, section)
+            assert "observed" in section and "its value is not shown" in section, (wrong.name, section)
+            assert not any(line.lstrip().startswith("expected ") for line in section.splitlines()), \
+                "the reference's value is kept back (no --reveal-expected)"
             assert "Failing: " in section and "By family: " in section, (wrong.name, section)
 
 

@@ -168,7 +168,7 @@ def test_an_oversized_notebook_without_a_todo_is_skipped_and_named(tmp_path):
     bob = _read_learner(learners["bob"], tmp_path / "copy-bob", ref)
     assert bob.error == "07_big.ipynb is larger than 4 MiB", "a big notebook holding a TODO is never skipped"
     text = feedback_text(Grade("ann", {t: TodoGrade("passed", 20) for t in TODOS}, skipped=["06_plots.ipynb"]))
-    assert "Not read: ` 06_plots.ipynb ` (larger than 4 MiB and holding no TODO cell)." in text
+    assert "Not read: ` 06_plots.ipynb ` (larger than 4 MiB, with no todo: tag in its first 4 MiB)." in text
 
 
 def test_two_different_attempts_at_one_todo_are_a_review_naming_both(tmp_path):

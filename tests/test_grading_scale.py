@@ -109,8 +109,8 @@ def test_the_journal_ignores_a_line_cut_short_and_refuses_another_run(tmp_path):
     journal.record("class/alice", "d1", _grade())
     with open(journal.path, "a", encoding="utf-8") as f:
         f.write('{"learner": "class/bob", "files_sha256": "d2", "gra')  # the kill came mid-line
-    kept, entries = read_journal(journal.path)
-    assert kept == header and list(entries) == ["class/alice"]
+    read = read_journal(journal.path)
+    assert read.header == header and list(read.entries) == ["class/alice"] and read.rejected == {}
     resumed = open_journal(tmp_path, header, resume=True)
     assert resumed.done("class/alice", "d1") == _grade() and resumed.done("class/alice", "changed") is None
     assert resumed.done("class/bob", "d2") is None
@@ -251,7 +251,7 @@ def test_a_killed_batch_resumes_to_the_same_bytes(single, capfd):
     log = proc.stderr.read().decode()
     assert proc.returncode == -signal.SIGKILL, f"the batch ended before it was killed:\n{log[-2000:]}"
     assert not (out / "grades.csv").exists() and not (out / "manifest.json").exists()
-    done = len(read_journal(journal)[1])
+    done = len(read_journal(journal).entries)
     assert 1 <= done < SIZE, log[-2000:]
     capfd.readouterr()
     assert grade_main([str(single["class"]), "--out", str(out), "--jobs", "1", "--resume", *ARGS]) == 0

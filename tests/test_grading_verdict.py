@@ -97,10 +97,23 @@ def test_each_operation_is_described_for_a_learner():
 
 def test_a_mismatch_reads_as_observed_over_expected():
     m = Mismatch("ties #1", "phase 1 (capacity 60), operation 3 of 9: touch('t1', 10)", "log events",
-                 "['add:t1']", "['evict:t0', 'add:t1']")
+                 "['add:t1']", "['evict:t0', 'add:t1']", reveal=True)
     assert m.text() == ("case 'ties #1', phase 1 (capacity 60), operation 3 of 9: touch('t1', 10)\n"
                         "  log events: observed ['add:t1']\n"
                         "              expected ['evict:t0', 'add:t1']")
+
+
+def test_a_mismatch_keeps_the_reference_value_back_unless_revealed():
+    """Before (issue 28): every first difference showed the reference's value, so a learner resubmitting
+    could read the hidden expectations one case at a time. By default it names what differs and shows the
+    learner's own value; the reference's appears only with --reveal-expected."""
+    m = Mismatch("ties #1", "phase 1 (capacity 60), operation 3 of 9: touch('t1', 10)", "log events",
+                 "['add:t1']", "['evict:t0', 'add:t1']")
+    assert m.text() == ("case 'ties #1', phase 1 (capacity 60), operation 3 of 9: touch('t1', 10)\n"
+                        "  log events: observed ['add:t1']\n"
+                        "  this differs from what the reference shows there (its value is not shown)")
+    zh = m.text().render("zh")
+    assert "log events：实际 ['add:t1']" in zh and "不显示参考实现的值" in zh and "evict:t0" not in zh
 
 
 def _chapter_obs() -> list:
@@ -492,7 +505,7 @@ def test_the_feedback_names_passes_per_family_and_the_first_difference(reference
     # In Chinese: the families translated, joined with the enumeration comma, the mismatch block too.
     zh = [line.render("zh") for line in g.lines]
     assert "、".join(translate("zh", fam) for fam in failing) in zh[1] and "优先级平局" in zh[0]
-    assert "用例“本章示例”，第 1 阶段（容量 128）" in zh[-1] and "实际" in zh[-1] and "期望" in zh[-1]
+    assert "用例“本章示例”，第 1 阶段（容量 128）" in zh[-1] and "实际" in zh[-1] and "不显示参考实现的值" in zh[-1]
 
 
 def _result(reference, todo, **extra):

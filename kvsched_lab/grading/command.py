@@ -51,7 +51,7 @@ def instructor_mistakes(args: argparse.Namespace) -> list:
         path = Path(arg)
         if not os.path.lexists(path):
             problems.append(f"{bounded(arg)}: no such file or folder")
-        elif path.is_dir() and not path.is_symlink() and not discover([arg]):
+        elif path.is_dir() and not path.is_symlink() and not discover([arg], check=False):
             problems.append(f"{bounded(arg)}: the folder holds no submission (no .ipynb, .py or learner folder)")
     if not 1 <= args.jobs <= max_jobs():
         problems.append(f"--jobs {args.jobs}: must be 1 to {max_jobs()} on this machine")
@@ -130,6 +130,9 @@ def grade_parser() -> argparse.ArgumentParser:
                    help="language of the feedback files (default en); grades.csv is the same in every language")
     p.add_argument("--shard", default=None, metavar="K/N",
                    help="grade only shard K of N (0 <= K < N; e.g. $SLURM_ARRAY_TASK_ID/$SLURM_ARRAY_TASK_COUNT)")
+    p.add_argument("--reveal-expected", action="store_true",
+                   help="feedback shows the reference's value at each TODO's first difference (by default only "
+                        "what differs and the learner's own value: resubmissions cannot read the hidden answers)")
     p.add_argument("--resume", action="store_true",
                    help="keep what OUT's journal already holds (an interrupted run) and grade only the rest")
     return p
@@ -148,6 +151,8 @@ def grade_main(argv: Optional[List[str]] = None) -> int:
     args = p.parse_args(argv)
     if bool(args.learner) == bool(args.submissions):
         p.error("give SUBMISSION... or --learner PATH (not both)")
+    if args.learner and args.reveal_expected:
+        p.error("--reveal-expected is an option of the whole class: a --learner regrade keeps the class's")
     if args.overrides and args.shard:
         p.error("--overrides applies to the whole class: give it to kvsched grade merge")
     try:
@@ -196,7 +201,7 @@ def grade_main(argv: Optional[List[str]] = None) -> int:
             return 3 if grader_fingerprint() != before else 0
         options = BatchOptions(timeout=args.timeout, jobs=args.jobs, memory_mb=args.memory_mb, keep_work=args.keep_work,
                                sandboxed=not args.no_sandbox, lang=args.lang, shard=shard, resume=args.resume,
-                               overrides=tuple(overrides))
+                               overrides=tuple(overrides), reveal_expected=args.reveal_expected)
         grades = grade_submissions(args.submissions, Path(args.out), options, progress=sys.stderr, learners=learners)
     except ValueError as e:  # a journal that cannot be resumed, a class a regrade cannot join: before any grading
         print(f"kvsched grade: {e}", file=sys.stderr)

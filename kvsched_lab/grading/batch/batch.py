@@ -60,7 +60,8 @@ def grade_submissions(paths: Sequence[str], out: Optional[Path] = None, options:
     with another grader, other options or another shard). Its `overrides` (overrides.py): applied
     to the rows written. `ref`: the expected observations, when already built. `progress`: where
     to show it (None: nowhere). `learners`: given instead of found in `paths` (``--learner``: one
-    learner, `out` None).
+    learner, `out` None). Its `reveal_expected`: feedback shows the reference's value at a first
+    difference (recorded in the journal and manifest only when set).
     """
     if options.sandboxed is None:
         options = replace(options, sandboxed=sandbox.probe()[0])
@@ -69,6 +70,8 @@ def grade_submissions(paths: Sequence[str], out: Optional[Path] = None, options:
     ref = ref or Reference.build()
     stamp = current_stamp(ref.cases)
     recorded = {"timeout": timeout, "memory_mb": memory_mb, "sandboxed": sandboxed}  # in the journal and manifest
+    if options.reveal_expected:  # absent when not set: an ordinary run's manifest is unchanged
+        recorded["reveal_expected"] = True
     learners = discover(list(paths)) if learners is None else learners
     members = shard_members([x.name for x in learners], shard)
     mine = [x for x in learners if x.name in members]
@@ -82,6 +85,10 @@ def grade_submissions(paths: Sequence[str], out: Optional[Path] = None, options:
         if lease is not None:
             lease.release()
         raise
+    if journal.rejected and progress is not None:
+        progress.write(f"journal: {len(journal.rejected)} entry(ies) did not check and are graded again: "
+                       + "; ".join(f"{bounded(who)} ({why})" for who, why in list(journal.rejected.items())[:10])
+                       + (" ..." if len(journal.rejected) > 10 else "") + "\n")
     if lease is not None:
         print(f"sandbox uids {lease.first_uid}-{lease.uid(max(1, jobs) - 1)} (leased for this batch)")
     base = Path(tempfile.mkdtemp(prefix="kvsched-grade-"))

@@ -143,7 +143,8 @@ def _box_result(stdout: bytes) -> Optional[dict]:
 
 
 def grade_one(sub: Submission, ref: Reference, workdir: Path, lib: Path, uid: int, options: BatchOptions) -> Grade:
-    """One submission graded in its own sandbox (as root, running as the leased `uid`), as `options` say."""
+    """One submission graded in its own sandbox (as root, running as the leased `uid`), as `options` say
+    (its `reveal_expected`: the feedback shows the reference's value at a first difference)."""
     timeout, memory_mb, sandboxed = options.timeout, options.memory_mb, bool(options.sandboxed)
     if sub.error:
         return Grade(sub.name, {name: TodoGrade("error") for name in TODO_METHODS}, error=sub.error,
@@ -186,7 +187,7 @@ def grade_one(sub: Submission, ref: Reference, workdir: Path, lib: Path, uid: in
             tail = box["tail"]
         for k, (name, t) in enumerate(to_run.items(), start=1):
             result = validate(results.get(name), len(ref.cases), name)
-            g = judge(name, result, ref)
+            g = judge(name, result, ref, options.reveal_expected)
             if result is None:
                 outcome = (outcomes or {}).get(f"grading.ipynb::Cell {k}")
                 g.lines.append(_why_unfinished(tuple(outcome) if isinstance(outcome, list) else None,
@@ -245,7 +246,7 @@ def feedback_text(g: Grade, lang: str = "en", stamp: Optional[Stamp] = None,
                 say(_("Review notes from the runtime audit (they do not change the grade): {notes}.",
                       notes="; ".join(inline(r, 200) for r in g.review))), ""]
     if g.skipped:
-        out += [say(_("Not read: {files} (larger than {mib} MiB and holding no TODO cell).",
+        out += [say(_("Not read: {files} (larger than {mib} MiB, with no todo: tag in its first {mib} MiB).",
                       files=", ".join(inline(s, 200) for s in g.skipped), mib=MAX_FILE_BYTES >> 20)), ""]
     if not g.sandboxed:
         out += [say(_("Graded without the sandbox (`--no-sandbox`).")), ""]

@@ -20,9 +20,11 @@ import sys
 from pathlib import Path
 from typing import Dict, List, Optional, Sequence, Tuple
 
+from kvsched_lab.grading.learner.identity import refuse_lookalikes
 from kvsched_lab.grading.learner.writers import csv_cell
 from kvsched_lab.grading.batch.grade import Grade
 from kvsched_lab.grading.batch.journal import JOURNAL, Entry, Header, read_journal, write_journal
+from kvsched_lab.grading.batch.journal_key import journal_key, state_dir
 from kvsched_lab.grading.batch.manifest import Manifest, read_manifest, write_class
 from kvsched_lab.grading.classroom.overrides import Override, read_overrides, resolve
 from kvsched_lab.grading.batch.shards import split
@@ -77,7 +79,9 @@ def merge_shards(folders: List[Path], lang: Optional[str] = None) -> Tuple[List[
     if lang is None and len(langs) > 1:
         raise ValueError(f"the shards' feedback is in {' and '.join(langs)}: choose one with --lang")
     learners = manifests[0].learners
+    refuse_lookalikes(learners)  # one name, one learner: else a row's grade could land on another
     expected = split(learners, n)
+    key = journal_key()
     entries: Dict[str, Entry] = {}
     for folder, m in zip(folders, manifests):
         k = m.shard[0]
@@ -88,9 +92,15 @@ def merge_shards(folders: List[Path], lang: Optional[str] = None) -> Tuple[List[
                              "graded twice")
         if absent:
             raise ValueError(f"{folder} (shard {k}/{n}) lacks {_few(absent)}: rerun that shard with --resume")
-        header, journal = read_journal(folder / JOURNAL)
-        if header.stamp != m.stamp or header.shard != m.shard:
+        read = read_journal(folder / JOURNAL, key)
+        header, journal = read.header, read.entries
+        if header.stamp != m.stamp or header.shard != m.shard or header.options != m.options:
             raise ValueError(f"{folder / JOURNAL} is not the journal of that folder's grades (regrade the shard)")
+        untrusted = sorted(x for x in rows if x in read.rejected)
+        if untrusted:
+            raise ValueError(f"{folder / JOURNAL}: the entries of {_few(untrusted)} do not check "
+                             f"({read.rejected[untrusted[0]]}): rerun that shard with --resume, which grades them "
+                             f"again (a merge needs the journal key the shards were graded with, {state_dir()})")
         lost = sorted(x for x in rows if x not in journal)
         if lost:
             raise ValueError(f"{folder / JOURNAL} has no grade for {_few(lost)}: rerun that shard with --resume")

@@ -25,3 +25,4 @@ class BatchOptions:
     shard: Optional[Shard] = None  # grade only this shard's learners (--shard K/N); None: all of them
     resume: bool = False  # keep what OUT's journal holds for every learner whose files are unchanged (--resume)
     overrides: Tuple[Override, ...] = ()  # the instructor's corrections, applied to the rows written (--overrides)
+    reveal_expected: bool = False  # feedback shows the reference's value at a first difference (--reveal-expected)

@@ -38,8 +38,13 @@ def regrade(learner: Learner, out: Path, overrides: Sequence[Override], sandboxe
     """Regrade `learner` (named as in the class) into `out`; the new grades.csv's SHA-256. ValueError, before
     any grading, when `out` was graded by another grader or cases, or with the sandbox and now without."""
     manifest = read_manifest(out)
-    header, entries = read_journal(out / JOURNAL)
-    lost = [x for x in manifest.learners if x not in entries]
+    read = read_journal(out / JOURNAL)
+    header, entries = read.header, read.entries
+    untrusted = [x for x in manifest.learners if x in read.rejected and x != learner.name]
+    if untrusted:
+        raise ValueError(f"{out / JOURNAL}: the entries of {', '.join(untrusted[:3])} do not check "
+                         f"({read.rejected[untrusted[0]]}): grade the class again with --resume, which regrades them")
+    lost = [x for x in manifest.learners if x not in entries and x != learner.name]
     if lost:
         raise ValueError(f"{out / JOURNAL} has no grade for {', '.join(lost[:3])}: regrade the whole class")
     ref = Reference.build()
@@ -50,7 +55,8 @@ def regrade(learner: Learner, out: Path, overrides: Sequence[Override], sandboxe
         raise ValueError(f"{out} was graded in the sandbox: regrade its learner in the sandbox too")
     digest = _digest(learner)
     options = BatchOptions(timeout=manifest.options["timeout"], memory_mb=manifest.options["memory_mb"],
-                           sandboxed=manifest.options["sandboxed"])
+                           sandboxed=manifest.options["sandboxed"],
+                           reveal_expected=bool(manifest.options.get("reveal_expected")))
     [grade] = grade_submissions([], None, options, ref=ref, learners=[learner])
     entries[learner.name] = Entry(digest, grade)
     write_journal(out, header, entries)

@@ -14,24 +14,25 @@ from __future__ import annotations
 import csv
 import io
 import json
+import os
 from pathlib import Path
 from typing import Any, Dict, List, Sequence
 
-from kvsched_lab.grading.classroom.overrides import HEADER, Override, resolve
-from kvsched_lab.grading.learner.writers import atomic_write, bounded, csv_cell, encoded
+from kvsched_lab.grading.classroom.overrides import HEADER, Override, matches, resolve
+from kvsched_lab.grading.learner.writers import atomic_write, bounded, csv_cell, display_name, encoded
 
 DETAIL_KEYS = {"submission", "total", "status", "error", "elapsed_s", "feedback", "review", "todos", "sources"}
 
 
 def match_row(names: Sequence[str], name: str) -> str:
     """The learner of `names` (a graded class's, in manifest.json) that `name` (a path as typed now) refers
-    to: equal, or the one with the same last part."""
-    if name in names:
-        return name
-    tail = Path(name).name
-    hits = sorted({n for n in names if Path(n).name == tail})
+    to: equal, the one its path ends with (``/srv/class/sec2/alice.py``: ``sec2/alice.py``), or the one
+    ending with it (overrides.matches); its parts are compared escaped, as the names are."""
+    typed = "/".join(display_name(part) for part in name.split(os.sep) if part and part != ".")
+    hits = sorted(set(matches(typed, list(names))))
     if len(hits) != 1:
-        why = f"several learners end with {tail!r}" if hits else f"no learner of the class is {name!r} or ends with {tail!r}"
+        why = (f"several learners end with {typed!r} ({', '.join(hits[:3])})" if hits
+               else f"no learner of the class is {name!r} or ends with {Path(name).name!r}")
         raise ValueError(f"--learner {name}: {why}; give the path as it was graded")
     return hits[0]
 

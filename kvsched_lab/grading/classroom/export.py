@@ -30,6 +30,7 @@ import csv
 import io
 import re
 import sys
+from collections import Counter
 from pathlib import Path
 from typing import Dict, List, Optional, Sequence, Tuple
 
@@ -61,7 +62,12 @@ def read_grades(out: Path) -> Dict[str, Dict[str, str]]:
         rows = list(csv.DictReader(f))
     if rows and not {"submission", "total", *TODO_METHODS} <= set(rows[0]):
         raise ValueError(f"{path} is not a grades.csv written by kvsched grade")
-    return {r["submission"]: r for r in rows}
+    by_name = {r["submission"]: r for r in rows}
+    if len(by_name) != len(rows):  # kvsched grade names each learner once: keeping one would lose a grade
+        twice = sorted(n for n, count in Counter(r["submission"] for r in rows).items() if count > 1)
+        raise ValueError(f"{path} has several rows named {', '.join(twice[:3])}: grade the class again "
+                         "(each learner then has a name of its own)")
+    return by_name
 
 
 def class_table(grades: Dict[str, Dict[str, str]], students: Sequence[Student], late: Optional[LateRule],

@@ -1,14 +1,16 @@
 """The instructor's corrections: an overrides file read, checked, and applied to grade rows.
 
 The file is CSV with the header ``submission,todo,points,reason`` (any column order; blank
-lines and lines starting with ``#`` are skipped). One line sets one TODO of one submission to
-`points` (a whole number, 0 to 20) for the stated `reason`, which the learner's feedback shows.
-`submission` is the ``grades.csv`` name (``class/alice.py``) or its last part (``alice.py``)
-when only one row ends that way.
+lines are skipped, and nothing else: there are no comments). One line sets one TODO of one
+submission to `points` (a whole number in ASCII digits, 0 to 20) for the stated `reason`, which
+the learner's feedback shows. `submission` is read exactly as written (never stripped: a name
+that starts with a space or ``#`` is a name): the ``grades.csv`` name (``sec1/alice.py``) or its
+last part (``alice.py``) when only one row ends that way.
 
-Everything an instructor can mistype fails before any grading, naming the file's line:
-a bad header or CSV, an unknown TODO, points out of range, an empty reason, a submission no
-row has (or several rows end with), the same TODO of a submission set twice. `apply_overrides`
+Everything an instructor can mistype fails before any grading, naming the file's line, and every
+bad line is named at once, not the first: a bad header or CSV, an unknown TODO, points out of
+range or not ASCII digits (``+20``, ``2_0``, ``٢٠``), an empty reason, a submission no row has
+(or several rows end with), the same TODO of a submission set twice. `apply_overrides`
 is pure: ``kvsched grade`` calls it while writing its reports, and the shard merge on the rows it
 merged; the rows it returns keep the graded points (``graded_total``, ``overrides``) beside the
 final ones.
@@ -17,6 +19,7 @@ from __future__ import annotations
 
 import csv
 import io
+import re
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Dict, List, Mapping, Sequence
@@ -62,13 +65,16 @@ def read_overrides(path: Path) -> List[Override]:
 
 
 def parse_overrides(text: str, where: str = "overrides") -> List[Override]:
-    """`read_overrides` on text already read; `where` names it in errors."""
+    """`read_overrides` on text already read; `where` names it in errors.
+
+    Names are exact: a cell is never stripped or read as a comment (`` alice.py`` and ``#7.py``
+    are names), and every bad line is reported, not the first (one `OverridesError`)."""
     reader = csv.reader(io.StringIO(text, newline=""), strict=True)
-    header, columns, out = None, {}, []
+    header, columns, out, problems = None, {}, [], []
     try:
         for row in reader:
             line = reader.line_num
-            if not any(cell.strip() for cell in row) or row[0].lstrip().startswith("#"):
+            if not any(row):  # a blank line (every cell empty); a space is a name
                 continue
             if header is None:
                 header = [cell.strip().lower() for cell in row]
@@ -80,61 +86,84 @@ def parse_overrides(text: str, where: str = "overrides") -> List[Override]:
                 columns = {c: header.index(c) for c in HEADER}
                 continue
             if len(row) != len(header):
-                raise OverridesError(f"{where}, line {line}: {len(row)} fields, the header has {len(header)}")
-            out.append(_override({c: row[i].strip() for c, i in columns.items()}, where, line))
+                problems.append(f"{where}, line {line}: {len(row)} fields, the header has {len(header)}")
+                continue
+            try:
+                out.append(_override({c: row[i] for c, i in columns.items()}, where, line))
+            except OverridesError as e:
+                problems.append(str(e))
     except csv.Error as e:
-        raise OverridesError(f"{where}, line {reader.line_num}: not valid CSV ({e})") from None
-    if header is None:
+        problems.append(f"{where}, line {reader.line_num}: not valid CSV ({e})")
+    if header is None and not problems:
         raise OverridesError(f"{where}: empty; the first line must be the header {','.join(HEADER)}")
+    _raise_all(problems)
     return out
 
 
+def _raise_all(problems: Sequence[str]) -> None:
+    if len(problems) == 1:
+        raise OverridesError(problems[0])
+    if problems:
+        raise OverridesError(f"{len(problems)} lines of the overrides file are wrong (nothing was applied):\n  "
+                             + "\n  ".join(problems))
+
+
 def _override(cells: Dict[str, str], where: str, line: int) -> Override:
-    todo = cells["todo"]
+    todo, points = cells["todo"].strip(" "), cells["points"].strip(" ")
     if todo not in TODO_METHODS:
         raise OverridesError(f"{where}, line {line}: unknown TODO {todo!r} (one of {', '.join(TODO_METHODS)})")
-    try:
-        points = int(cells["points"])
-    except ValueError:
-        raise OverridesError(f"{where}, line {line}: points {cells['points']!r} is not a whole number") from None
-    if not 0 <= points <= POINTS:
-        raise OverridesError(f"{where}, line {line}: points {points} is out of range (0 to {POINTS} per TODO)")
+    if not re.fullmatch(r"[0-9]+", points):  # int() takes "+20", "2_0" and other scripts' digits
+        raise OverridesError(f"{where}, line {line}: points {points!r} is not a whole number (ASCII digits 0-9 only)")
+    if not 0 <= int(points) <= POINTS:
+        raise OverridesError(f"{where}, line {line}: points {int(points)} is out of range (0 to {POINTS} per TODO)")
     if not cells["submission"]:
         raise OverridesError(f"{where}, line {line}: no submission named")
-    if not cells["reason"]:
+    reason = " ".join(cells["reason"].split())
+    if not reason:
         raise OverridesError(f"{where}, line {line}: give a reason (the learner's feedback shows it)")
-    if len(cells["reason"]) > MAX_REASON:
+    if len(reason) > MAX_REASON:
         raise OverridesError(f"{where}, line {line}: the reason is longer than {MAX_REASON} characters")
-    return Override(cells["submission"], todo, points, " ".join(cells["reason"].split()), line)
+    return Override(cells["submission"], todo, int(points), reason, line)
 
 
-def _tail(name: str) -> str:
-    return name.rstrip("/").rsplit("/", 1)[-1]
+def matches(typed: str, names: Sequence[str]) -> List[str]:
+    """The names of `names` that `typed` refers to (one, or several when it is ambiguous): itself; else, for a
+    longer path as typed (``/srv/class/sec2/alice.py``), the longest name it ends with at a ``/``; else the
+    names that end with it (``alice.py`` for ``sec2/alice.py``); else those with its last part."""
+    if typed in names:
+        return [typed]
+    longer = [n for n in names if typed.endswith("/" + n)]
+    if longer:
+        return [max(longer, key=len)]
+    shorter = [n for n in names if n.endswith("/" + typed)]
+    if shorter:
+        return shorter
+    tail = typed.rsplit("/", 1)[-1]
+    return [n for n in names if n.rsplit("/", 1)[-1] == tail] if tail else []
 
 
 def resolve(overrides: Sequence[Override], submissions: Sequence[str]) -> Dict[str, List[Override]]:
-    """Submission name (as in `submissions`) -> its overrides in file order; raises on any mismatch."""
+    """Submission name (as in `submissions`) -> its overrides in file order; `OverridesError` naming every
+    line that matches no row, matches several, or sets a TODO already set."""
     names = list(submissions)
-    by_tail: Dict[str, List[str]] = {}
-    for name in names:
-        by_tail.setdefault(_tail(name), []).append(name)
     out: Dict[str, List[Override]] = {}
     seen: Dict[tuple, int] = {}
+    problems = []
     for o in overrides:
-        if o.submission in names:
-            name = o.submission
-        else:
-            hits = by_tail.get(_tail(o.submission), [])  # a path as typed finds its row (rows are relative names)
-            if len(hits) != 1:
-                why = (f"several submissions end with {o.submission!r} ({', '.join(hits[:3])}): write the full name"
-                       if hits else f"no submission is named {o.submission!r}")
-                raise OverridesError(f"overrides, line {o.line}: {why}")
-            name = hits[0]
+        hits = matches(o.submission, names)
+        if len(hits) != 1:
+            why = (f"several submissions end with {o.submission!r} ({', '.join(hits[:3])}"
+                   f"{', ...' if len(hits) > 3 else ''}): write the full name as in grades.csv"
+                   if hits else f"no submission is named {o.submission!r}")
+            problems.append(f"overrides, line {o.line}: {why}")
+            continue
+        name = hits[0]
         if (name, o.todo) in seen:
-            raise OverridesError(f"overrides, line {o.line}: {name} {o.todo} is already set on line "
-                                 f"{seen[(name, o.todo)]}")
+            problems.append(f"overrides, line {o.line}: {name} {o.todo} is already set on line {seen[(name, o.todo)]}")
+            continue
         seen[(name, o.todo)] = o.line
         out.setdefault(name, []).append(o)
+    _raise_all(problems)
     return out
 
 

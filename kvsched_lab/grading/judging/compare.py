@@ -3,8 +3,11 @@
 Floats compare with a relative tolerance (1e-9), so a score written with the terms in another
 order still passes. A snapshot's priorities are rounded to 4 places by the snapshot itself; when
 the score TODO is graded they may differ by one unit in the last place, which is allowed too.
-A mismatch is described by what the learner's code showed against what the reference showed,
-at the first operation where they part; the hidden cases' code itself is never shown.
+A mismatch is described by the case, the operation where the learner's code first parts from the
+reference, what differs there (the log events, the snapshot, the final heap...) and what the
+learner's code showed. What the reference showed is kept back unless the instructor asks for it
+(``--reveal-expected``): otherwise a learner resubmitting could read the hidden expectations one
+case at a time. The hidden cases' code itself is never shown.
 """
 from __future__ import annotations
 
@@ -32,9 +35,11 @@ class Mismatch:
     what: str  # e.g. "log events"
     observed: str
     expected: str
+    reveal: bool = False  # show `expected` (the instructor's --reveal-expected); else only that it differs
 
     def text(self) -> "MismatchText":
-        """Three lines: the case and where, then the observed value over the expected one."""
+        """Three lines: the case and where, then the observed value over the expected one (or, by
+        default, over a line saying what differs from the reference, its value not shown)."""
         return MismatchText(self)
 
 
@@ -63,10 +68,13 @@ class MismatchText(Deferred):
     def lines(m: Mismatch, lang: str) -> str:
         what = _in(lang, m.what)
         observed = translate(lang, N_("{what}: observed"), what=what)
+        head = translate(lang, N_("case '{case}', {where}"), case=case_label(m.case, lang), where=_in(lang, m.where))
+        if not m.reveal:
+            return (head + f"\n  {observed} {_in(lang, m.observed)}\n  "
+                    + translate(lang, N_("this differs from what the reference shows there (its value is not shown)")))
         expected = translate(lang, N_("expected"))
         pad = " " * max(0, display_width(observed) - display_width(expected))
-        return (translate(lang, N_("case '{case}', {where}"), case=case_label(m.case, lang), where=_in(lang, m.where))
-                + f"\n  {observed} {_in(lang, m.observed)}\n  {pad}{expected} {_in(lang, m.expected)}")
+        return head + f"\n  {observed} {_in(lang, m.observed)}\n  {pad}{expected} {_in(lang, m.expected)}"
 
 
 def same(a: Any, b: Any, tol: float = 0.0) -> bool:

@@ -149,8 +149,10 @@ def _order_credit(todo: str, case: dict, got: Any, want: list) -> Fraction:
         return Fraction(0)
 
 
-def judge(todo: str, result: Optional[dict], ref: Reference) -> TodoGrade:
-    """The verdict on one TODO from its validated observations (None: the cell never finished)."""
+def judge(todo: str, result: Optional[dict], ref: Reference, reveal: bool = False) -> TodoGrade:
+    """The verdict on one TODO from its validated observations (None: the cell never finished).
+
+    `reveal`: the first difference shows the reference's value too (``--reveal-expected``)."""
     picked = ref.graded[todo]
     cases = [ref.cases[i] for i in picked]
     n = len(cases)
@@ -220,6 +222,7 @@ def judge(todo: str, result: Optional[dict], ref: Reference) -> TodoGrade:
         g.lines.append(_("{count} case(s) raised an exception; the first: {error}", count=len(errors),
                          error=inline(errors[0])))
     if first is not None:
+        first.reveal = reveal
         g.lines.append(_("First difference from the reference:\n\n{difference}", difference=fenced(first.text())))
     if result.get("note"):
         g.lines.append(_("Note: {note}.", note=inline(result["note"])))

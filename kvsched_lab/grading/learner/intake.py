@@ -13,9 +13,11 @@ A folder argument that holds several of the course's own notebooks (``01_kv_cach
 ...) is most likely ONE learner's folder passed alone (``kvsched grade alice/``): `lone_learner_folders`
 names it, and ``kvsched grade`` warns before grading that each notebook will be a learner of its own.
 
-Rows are named relative to the class folder (``alice``, ``bob.py``), a file argument by its
-own name: the instructor's absolute paths never reach grades.csv or a feedback file. A name is
-kept as text even when it is not UTF-8 (``caf\xe9.py``, writers.py).
+Rows are named relative to the common root of the arguments (identity.py): one class folder's
+rows are ``alice``, ``bob.py``, a lone file argument is named by its own name, and two section
+folders give ``sec1/alice.py`` and ``sec2/alice.py``; the instructor's absolute paths never reach
+grades.csv or a feedback file. A name is shown escaped (``caf\xe9.py``, ``a\tb.py``: writers.py),
+and `discover` refuses learners whose names would still show the same (identity.py).
 
 Copying (`copy_in`), before any learner code runs: only regular files, opened without following
 links and checked after opening, each at most `MAX_FILE_BYTES`, at most `MAX_FILES` per learner;
@@ -33,10 +35,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Collection, List, Tuple
 
+from kvsched_lab.grading.learner.identity import common_root, learner_name, refuse_lookalikes
 from kvsched_lab.grading.learner.writers import display_name
 
 MAX_FILE_BYTES = 4 << 20  # a notebook or .py larger than this is not a plausible submission
-MAX_SCAN_BYTES = 256 << 20  # an oversized notebook is searched this far for a todo: tag before it is skipped
 MAX_FILES = 40  # notebooks or .py files in one learner's folder (the course has 10)
 SUFFIXES = (".ipynb", ".py")
 _TODO_TAG = b'"todo:'
@@ -76,28 +78,34 @@ def _refused(path: Path, kind: str) -> str:
     return f"{display_name(path.name)} is a {kind}, not a regular file"
 
 
-def discover(paths: List[str]) -> List[Learner]:
-    """One `Learner` per row, in command-line order, class folders expanded (see the docstring)."""
+def discover(paths: List[str], check: bool = True) -> List[Learner]:
+    """One `Learner` per row, in command-line order, class folders expanded (see the docstring).
+
+    ValueError, before anything is read, when two learners would show the same name or one is
+    given twice (`check`: False only to count a folder's submissions)."""
     out: List[Learner] = []
+    root = common_root(paths, [_kind(Path(arg)) == "dir" for arg in paths])
     for arg in paths:
         path = Path(arg)
         kind = _kind(path)
         if kind != "dir":
             error = "" if kind == "file" and path.suffix in SUFFIXES else (
                 _refused(path, kind) if kind != "file" else "not a notebook, a .py file or a class folder")
-            out.append(Learner(display_name(path.name or str(path)), path, error))
+            out.append(Learner(learner_name(root, arg), path, error))
             continue
         for child in sorted(path.iterdir()):
             if child.name.startswith((".", "__")):
                 continue
             ckind = _kind(child)
-            name = display_name(child.name)
+            name = learner_name(root, str(child))
             if ckind == "dir":
                 out.append(Learner(name, child, _ambiguous(child)))
             elif ckind == "file" and child.suffix not in SUFFIXES:
                 continue  # a README or data file beside the submissions
             elif child.suffix in SUFFIXES or ckind != "file":
                 out.append(Learner(name, child, "" if ckind == "file" else _refused(child, ckind)))
+    if check:
+        refuse_lookalikes([x.name for x in out], [str(x.path) for x in out])
     return out
 
 
@@ -118,7 +126,7 @@ def one_learner(arg: str) -> Learner:
     """`arg` taken as ONE learner (``kvsched grade --learner``): a file, or a student's folder whose
     notebooks are merged; its subfolders (``kvsched_answers/``) are not part of the submission."""
     path = Path(arg)
-    return Learner(str(path), path, _ambiguous(path)) if _kind(path) == "dir" else discover([arg])[0]
+    return Learner(str(path), path, _ambiguous(path)) if _kind(path) == "dir" else discover([arg], False)[0]
 
 
 def _ambiguous(folder: Path) -> str:
@@ -140,22 +148,12 @@ def _ambiguous(folder: Path) -> str:
     return ""
 
 
-def _holds_todo(f, limit: int) -> bool:  # noqa: ANN001 - an open binary file
-    """Whether the rest of the open file `f` (up to `limit` bytes) holds a ``"todo:`` tag."""
-    tail, read = b"", 0
-    while read < limit:
-        chunk = f.read(1 << 20)
-        if not chunk:
-            return False
-        if _TODO_TAG in tail + chunk:
-            return True
-        tail, read = chunk[-len(_TODO_TAG):], read + len(chunk)
-    return True  # too large to search: treated as holding one (an error, never silently skipped)
-
-
 def _copy_file(src: Path, dest: Path, skippable: bool = False) -> str:
     """Copy one regular file; "" or why it was refused ("skip" for an oversized `skippable` notebook
-    holding no TODO)."""
+    holding no TODO).
+
+    The cost is bounded whatever the file holds: its size is decided from ``fstat``, and at most
+    `MAX_FILE_BYTES` + 1 bytes are ever read (a 1 GiB sparse notebook costs what a 4 MiB one does)."""
     try:
         fd = os.open(src, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | getattr(os, "O_NOCTTY", 0))
     except OSError as e:
@@ -164,9 +162,13 @@ def _copy_file(src: Path, dest: Path, skippable: bool = False) -> str:
         info = os.fstat(fd)
         if not stat.S_ISREG(info.st_mode):
             return _refused(src, _kind(src))
+        if info.st_size > MAX_FILE_BYTES and not skippable:
+            return f"{display_name(src.name)} is larger than {MAX_FILE_BYTES >> 20} MiB"
         data = f.read(MAX_FILE_BYTES + 1)
         if len(data) > MAX_FILE_BYTES:
-            if skippable and _TODO_TAG not in data and not _holds_todo(f, MAX_SCAN_BYTES):
+            # An oversized notebook is skipped (and named) unless its first bytes show a todo: tag. A tag
+            # further in is not searched for: the TODO shows as not attempted beside the file's name.
+            if skippable and _TODO_TAG not in data:
                 return "skip"
             return f"{display_name(src.name)} is larger than {MAX_FILE_BYTES >> 20} MiB"
     dest.write_bytes(data)

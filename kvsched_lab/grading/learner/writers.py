@@ -77,10 +77,28 @@ def fenced(text: Any, limit: int = HEAD_CAP) -> str:
 
 
 def display_name(name: str) -> str:
-    """A file name as text: bytes that are not UTF-8 (kept by the OS as surrogates) shown as ``\\xe9``.
+    """A file name as text, escaped so that no two names display the same (a learner's identity).
 
-    A backslash of the name itself is doubled, so two names never display the same."""
-    return os.fsencode(name.replace("\\", "\\\\")).decode("utf-8", "backslashreplace")
+    A backslash of the name itself is doubled; bytes that are not UTF-8 (kept by the OS as
+    surrogates) are shown as ``\\xe9``; a tab, line break, control, zero-width or bidi character
+    as ``\\t``, ``\\n``, ``\\x07`` (below U+0080) or ``\\u200b``, so ``a<TAB>b.py`` never shows as
+    ``a b.py`` and nothing in a name moves or hides text."""
+    doubled = name.replace("\\", "\\\\")
+    try:
+        raw = os.fsencode(doubled)
+    except UnicodeEncodeError:  # a lone surrogate no file system gave: its UTF-8 bytes, escaped
+        raw = doubled.encode("utf-8", "surrogatepass")
+    return _NAME_UNSAFE.sub(_escape, raw.decode("utf-8", "backslashreplace"))
+
+
+_NAME_UNSAFE = re.compile(f"[\t\n\r{_UNSAFE.pattern[1:-1]}]")
+_NAMED_ESCAPES = {"\t": "\\t", "\n": "\\n", "\r": "\\r"}
+
+
+def _escape(m: "re.Match[str]") -> str:
+    ch = m.group(0)
+    # below U+0080 as \xNN; above as \uNNNN, never \xNN, which is a byte that is not UTF-8
+    return _NAMED_ESCAPES.get(ch) or (f"\\x{ord(ch):02x}" if ord(ch) < 0x80 else f"\\u{ord(ch):04x}")
 
 
 def csv_cell(text: Any) -> str:

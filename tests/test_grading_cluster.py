@@ -35,6 +35,8 @@ from typing import Iterator
 import pytest
 
 from kvsched_lab.grading import grade_main
+from kvsched_lab.grading.batch.journal import read_journal
+from kvsched_lab.grading.batch.journal_key import journal_key
 from kvsched_lab.grading.box.leases import BLOCKS, lease_uids
 from kvsched_lab.grading.box.sandbox import probe
 
@@ -114,8 +116,13 @@ def test_a_two_node_slurm_array_then_merge_gives_the_single_machine_bytes(graded
     out = base / "grades"
     out.mkdir()
     os.chown(out, user.uid, user.gid)
+    # The user has no home: its journal key lives in a private folder every node sees, as a cluster's
+    # shared home would hold it (docs/grading.md: every task and the merge must see one key).
+    state = base / "state"
+    state.mkdir(mode=0o700)
+    os.chown(state, user.uid, user.gid)
     submitted = cluster.user_run(["bash", str(scripts / "grade-class.sh"), str(klass), str(out), "2", "1", *ARGS],
-                                 KVSCHED_VENV=str(VENV))
+                                 KVSCHED_VENV=str(VENV), KVSCHED_STATE_DIR=str(state))
     assert submitted.returncode == 0, submitted.stderr
     m = re.search(r"array job (\d+) \(2 shards\), merge job (\d+)", submitted.stdout)
     assert m, submitted.stdout
@@ -144,7 +151,8 @@ def test_a_two_node_slurm_array_then_merge_gives_the_single_machine_bytes(graded
     # It resumes from shard 1's journal, so it grades nothing again and leaves the outputs as they are.
     again = re.search(r"to grade shard K again: sbatch --array=K (.*)$", submitted.stdout, flags=re.M)
     assert again, submitted.stdout
-    redo = cluster.user_run(["bash", "-c", f"sbatch --parsable --array=1 {again.group(1)}"], KVSCHED_VENV=str(VENV))
+    redo = cluster.user_run(["bash", "-c", f"sbatch --parsable --array=1 {again.group(1)}"], KVSCHED_VENV=str(VENV),
+                            KVSCHED_STATE_DIR=str(state))
     assert redo.returncode == 0, redo.stderr
     job = redo.stdout.strip().split(";")[0]
     log = out / "logs" / "shard-1.log"
@@ -163,7 +171,7 @@ def _podman(store: Path) -> list:
             "--cgroup-manager", "cgroupfs", *runtime]
 
 
-def test_the_podman_route_grades_in_a_locally_built_image_with_the_sandbox_inside(graded):
+def test_the_podman_route_grades_in_a_locally_built_image_with_the_sandbox_inside(graded, monkeypatch):
     """Where bubblewrap cannot run on the nodes: the grader's image, made here, bubblewrap inside it."""
     if shutil.which("podman") is None:
         pytest.skip("podman is not installed (`.ci/run` installs Debian's podman and runc as root)")
@@ -171,7 +179,8 @@ def test_the_podman_route_grades_in_a_locally_built_image_with_the_sandbox_insid
     scripts = _scripts(base / "podman-scripts", "kvsched-image.sh", "kvsched-podman.sh")
     store = base / "podman"
     podman = _podman(store)
-    env = {**os.environ, "KVSCHED_VENV": str(VENV), "PODMAN": " ".join(podman)}
+    state = base / "podman-state"  # the host's journal key, as the merge on the host will read it
+    env = {**os.environ, "KVSCHED_VENV": str(VENV), "PODMAN": " ".join(podman), "KVSCHED_STATE_DIR": str(state)}
     try:
         built = subprocess.run(["bash", str(scripts / "kvsched-image.sh"), "localhost/kvsched-grader:test"], env=env,
                                capture_output=True, text=True, timeout=600)
@@ -203,6 +212,11 @@ def test_the_podman_route_grades_in_a_locally_built_image_with_the_sandbox_insid
         assert rows[0] == single["grades.csv"].splitlines()[0] and len(rows) > 1
         assert set(rows[1:]) <= set(single["grades.csv"].splitlines()[1:]), "each row as the single run wrote it"
         assert mine and all(single[name] == text for name, text in mine.items()), "each feedback file too"
+        # Signed in the container with the host's key: the host trusts every entry (before, the
+        # container made a key of its own that was gone with it, and a merge refused the shard).
+        monkeypatch.setenv("KVSCHED_STATE_DIR", str(state))
+        back = read_journal(out / "journal.jsonl", journal_key())
+        assert back.entries and not back.rejected, back.rejected
         print(f"podman: {built.stdout.strip()}; graded shard 0/2 in it, sandboxed (block {free.block} leased "
               f"through the host's lease folder): {len(rows) - 1} rows and their feedback identical to the "
               "single-machine run's")

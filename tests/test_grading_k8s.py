@@ -82,3 +82,21 @@ def test_the_merge_job_parses_and_refuses_what_is_no_shard(tmp_path, capsys):
     # The merge's command line parses: on folders that are no shards, it refuses for that reason.
     assert grade_main(["merge", str(tmp_path / "shard-0"), "--out", str(tmp_path / "class")]) == 2
     assert "holds no manifest.json" in capsys.readouterr().err
+
+
+def test_every_pod_signs_and_checks_the_journal_with_one_key(grade_job):
+    """Issue 28: the journal key lives outside OUT; a pod's own home is gone with the pod, so without
+    one shared key every shard's entries would fail to check at the merge."""
+    merge = yaml.safe_load(documented_files()["kvsched-merge.yaml"])
+    seen = []
+    for job in (grade_job, merge):
+        pod = job["spec"]["template"]["spec"]
+        container = pod["containers"][0]
+        state = {e["name"]: e["value"] for e in container["env"]}["KVSCHED_STATE_DIR"]
+        (mount,) = [m for m in container["volumeMounts"] if m["mountPath"] == f"{state}/journal.key"]
+        # one file (subPath), not the Secret's folder of symbolic links, which the grader will not follow
+        assert mount["subPath"] == "journal.key" and mount["readOnly"] is True
+        (volume,) = [v for v in pod["volumes"] if v["name"] == mount["name"]]
+        assert volume["secret"]["defaultMode"] & 0o077 == 0, "a key others can read is refused"
+        seen.append(volume["secret"]["secretName"])
+    assert seen[0] == seen[1], "the shards and the merge must share one key"

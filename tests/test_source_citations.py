@@ -19,12 +19,13 @@ ROOT = Path(__file__).resolve().parents[1]
 SOURCES = {
     "vllm 0.33.0": {
         "vllm/v1/core/block_pool.py", "vllm/v1/core/kv_cache_utils.py", "vllm/v1/core/kv_cache_manager.py",
-        "vllm/v1/core/sched/scheduler.py", "vllm/v1/kv_offload/", "vllm/v1/kv_offload/cpu/spec.py",
+        "vllm/v1/core/sched/scheduler.py", "vllm/v1/core/sched/request_queue.py", "vllm/v1/kv_offload/", "vllm/v1/kv_offload/cpu/spec.py",
         "vllm/v1/kv_offload/cpu/manager.py", "vllm/v1/kv_offload/cpu/policies/", "vllm/config/vllm.py",
     },
     "sglang 0.5.23": {
         "sglang/srt/mem_cache/radix_cache.py", "sglang/srt/mem_cache/unified_radix_cache.py",
         "sglang/srt/mem_cache/unified_cache/unified_tree_core.py", "sglang/srt/arg_groups/fields/memory.py",
+        "sglang/srt/mem_cache/evict_policy.py", "sglang/srt/managers/schedule_policy.py",
     },
     "lmcache 0.5.6": {"lmcache/v1/config.py"},
 }

@@ -28,7 +28,7 @@ from collections import deque
 from typing import Deque, Hashable, Iterable, List, Optional, Sequence, Set, Tuple
 
 from kvsched_lab.sim.events import ADD, EVICT, REUSE
-from kvsched_lab.sim.policies.base import Policy
+from kvsched_lab.sim.policies.base import Policy, prefix_hits
 
 
 class SievePolicy(Policy):
@@ -78,19 +78,12 @@ class SievePolicy(Policy):
         add, evict, reuse = ADD, EVICT, REUSE  # locals: faster than globals in the loop
         cap, cur, hits, time = self.capacity_bytes, self.current_bytes, self.hits, self.time
         out: List[int] = []
+        contains = entries.__contains__
         try:
             for ids in hash_id_lists:
-                n = 0
-                for key in ids:  # the prefix hits
-                    if key not in entries:
-                        break
-                    mark(key)
-                    emit((reuse, key))
-                    n += 1
-                out.append(n)
-                hits += n
+                out.append(prefix_hits(contains, ids))
                 time += len(ids)
-                for key in ids[n:]:
+                for key in ids:
                     if key in entries:
                         hits += 1
                         mark(key)

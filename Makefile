@@ -68,9 +68,10 @@ crosscheck-deps: setup
 
 # Two workers, each taking whole test files (a file's module fixtures run once). Run alone, the
 # grading tests leave a third of two cores idle while sandboxes start and stop; the other fills it.
+# Files are handed out in the suite's own order, longest first (tests/conftest.py), not xdist's.
 TEST_WORKERS ?= 2
 test: setup system-deps crosscheck-deps
-	$(BIN)/python -m pytest tests -n $(TEST_WORKERS) --dist loadfile
+	$(BIN)/python -m pytest tests -n $(TEST_WORKERS) --dist loadfile --no-loadscope-reorder
 
 # Mutation testing, slow and not part of `make test` (docs/testing.md). MODULE=kvsched_lab/kv/engine.py
 # (or several, space-separated) runs only those; ARGS="--max-children 2" etc. go to tools/mutation.py.

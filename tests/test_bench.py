@@ -122,9 +122,20 @@ def test_markdown_names_the_machine_and_every_section():
     assert "| lru |" in text
 
 
-def test_bench_main_json(capsys):
+def test_bench_main_json(capsys, monkeypatch):
+    """The CLI asks `run_bench` for exactly the quick report the tests above check (so that report
+    is reused, not computed a second time: 75 s on the loaded machine) and prints it as JSON."""
+    import kvsched_lab.cli.bench as bench
+    from kvsched_lab.cli.bench import BenchSettings
+
+    calls = []
+    monkeypatch.setattr(bench, "run_bench", lambda **kw: calls.append(kw) or quick_report())
     assert bench_main(["--quick", "--json", "--repeats", "1"]) == 0
+    # run_bench(quick=True), as quick_report() calls it, builds BenchSettings.quick(), whose repeats is 1
+    assert calls == [{"quick": True, "grading": False, "device": None, "settings": BenchSettings.quick(),
+                      "notebooks": False}]
     report = json.loads(capsys.readouterr().out)
+    assert report == json.loads(json.dumps(quick_report()))
     assert report["quick"] is True and "sweep" in report
 
 

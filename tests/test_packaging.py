@@ -56,11 +56,28 @@ def test_ci_runs_the_whole_suite_and_fails_when_it_fails():
     assert any(c.startswith("set ") and "e" in c.split()[1] for c in commands)
     assert "make test" in commands
     # What `make test` runs (a dry run): pytest over the whole tests folder, nothing deselected, on
-    # xdist workers that each take whole files (so a file's module fixtures run once).
+    # xdist workers that each take whole files (so a file's module fixtures run once), in the suite's order.
     dry = subprocess.run(["make", "-n", "test"], cwd=ROOT, capture_output=True, text=True, check=True).stdout
     pytest_lines = [line for line in dry.splitlines() if "-m pytest" in line]
     assert len(pytest_lines) == 1 and pytest_lines[0].split("-m pytest", 1)[1].split() == [
-        "tests", "-n", "2", "--dist", "loadfile"]
+        "tests", "-n", "2", "--dist", "loadfile", "--no-loadscope-reorder"]
+
+
+def test_the_suite_hands_out_its_longest_files_first():
+    """Before: xdist ordered files by their number of tests, so the grading attacks (7 tests) and the
+    Colab simulation (6) started last and ran alone at the end. Now the long poles go first, the
+    others by their number of tests, and each file's tests stay together and in order."""
+    from types import SimpleNamespace
+
+    import conftest
+
+    assert [p for p in conftest.LONG_POLES if not (ROOT / "tests" / p).is_file()] == []  # none renamed away
+    files = {"test_a.py": 1, "test_many.py": 5, conftest.LONG_POLES[1]: 2, conftest.LONG_POLES[0]: 3}
+    items = [SimpleNamespace(path=ROOT / "tests" / name, k=k) for name, n in files.items() for k in range(n)]
+    conftest.pytest_collection_modifyitems(None, items)
+    assert [(i.path.name, i.k) for i in items] == [
+        *((conftest.LONG_POLES[0], k) for k in range(3)), *((conftest.LONG_POLES[1], k) for k in range(2)),
+        *(("test_many.py", k) for k in range(5)), ("test_a.py", 0)]
 
 
 def test_the_crosscheck_extra_pins_the_libcachesim_the_tests_compare_with():

@@ -40,12 +40,14 @@ if [ -z "${PYTHON:-}" ]; then
     PYTHON=.venv/bin/python
   fi
 fi
-if ! "$PYTHON" -c "import torch" 2>/dev/null; then
+# One interpreter start for both questions: importing torch is most of a refusal's time.
+torch_state=$("$PYTHON" -c "import torch; print(torch.__version__, torch.cuda.is_available())" 2>/dev/null)
+if [ -z "$torch_state" ]; then
   say "FAILED: $PYTHON has no torch; install a CUDA build of torch first (this script never installs torch)"
   exit 2
 fi
-if ! "$PYTHON" -c "import torch, sys; sys.exit(not torch.cuda.is_available())"; then
-  say "FAILED: torch $("$PYTHON" -c 'import torch; print(torch.__version__)') in $PYTHON sees no CUDA GPU"
+if [ "${torch_state##* }" != True ]; then
+  say "FAILED: torch ${torch_state% *} in $PYTHON sees no CUDA GPU"
   exit 2
 fi
 

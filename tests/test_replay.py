@@ -119,7 +119,8 @@ def test_replay_result_names_the_scheduler_and_counts_block_hits():
     row = res.to_dict()
     assert row["policy"] == "lru" and row["block_hits"] == 4 and set(row) == {
         "policy", "capacity_blocks", "requests", "block_refs", "prefix_hits", "prefix_hit_rate", "wall_seconds",
-        "block_hits", "block_hit_rate", "metric", "prompt_tokens", "prefix_hit_tokens"}
+        "block_hits", "block_hit_rate", "metric", "prompt_tokens", "prefix_hit_tokens", "hits_per_request"}
+    assert row["hits_per_request"] is None  # kept only when asked
     assert replay(HAND_TRACE, KVCacheSchedulerSim, 3).policy == "KVCacheSchedulerSim"
 
     def factory(capacity_bytes):
@@ -130,6 +131,24 @@ def test_replay_result_names_the_scheduler_and_counts_block_hits():
     by_instance = replay(HAND_TRACE, KVCacheSchedulerSim(3 * 7), 3, block_bytes=7)
     assert by_instance.policy == "KVCacheSchedulerSim" and by_instance.prefix_hits == 4
     assert by_instance.block_hits is None and by_instance.block_hit_rate is None
+
+
+def test_per_request_hits_are_each_requests_leading_run_in_arrival_order():
+    # By hand, LRU of 3 blocks in arrival order r1, r3, r2, r4: 0; 1 (block 1); 1 (block 1);
+    # 2 (blocks 1, 2: r2 touched 1, 2, 4 last, so 3 was the least recent when 4 came).
+    res = replay(HAND_TRACE, "lru", 3, per_request=True)
+    assert res.hits_per_request == [0, 1, 1, 2] and sum(res.hits_per_request) == res.prefix_hits
+    from kvsched_lab.sim.traces import synthetic_trace
+
+    trace = synthetic_trace(1200, seed=5)  # three chunks: the list runs across them
+    ids = [r.hash_ids for r in sort_by_arrival(trace)]
+    from kvsched_lab.sim.policies import make_policy
+    from kvsched_lab.sim.policies.base import generic_replay_requests
+
+    vllm = replay(trace, "vllm", 150, per_request=True).hits_per_request  # its own request-aware loop
+    assert vllm == make_policy("vllm", 150).replay_requests(ids, 1) and len(vllm) == 1200
+    chapter = replay(trace, KVCacheSchedulerSim, 150, per_request=True).hits_per_request
+    assert chapter == generic_replay_requests(KVCacheSchedulerSim(150), ids, 1) != vllm
 
 
 def test_empty_trace_and_bad_capacities_in_full():

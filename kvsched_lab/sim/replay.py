@@ -25,7 +25,7 @@ from __future__ import annotations
 import sys
 import time
 from dataclasses import asdict, dataclass
-from typing import Any, Callable, Hashable, Optional, Sequence, Union
+from typing import Any, Callable, Hashable, List, Optional, Sequence, Union
 
 from kvsched_lab.i18n import _
 from kvsched_lab.sim.policies.base import Policy, gc_paused, generic_replay_requests
@@ -49,6 +49,7 @@ class ReplayResult:
     metric: str = "blocks"  # "blocks": prefix hits / block refs; "vllm-tokens": hit tokens / prompt tokens
     prompt_tokens: Optional[int] = None  # vllm-tokens: sum of input_length
     prefix_hit_tokens: Optional[int] = None  # vllm-tokens: cached prompt tokens, vLLM's way
+    hits_per_request: Optional[List[int]] = None  # per_request=True: each request's prefix hits, arrival order
 
     def to_dict(self) -> dict:
         return asdict(self)
@@ -63,12 +64,15 @@ def replay(
     progress: bool = False,
     metric: str = "blocks",
     block_tokens: int = MOONCAKE_BLOCK_TOKENS,
+    per_request: bool = False,
 ) -> ReplayResult:
     """Replay `requests` through a scheduler holding `capacity_blocks` blocks.
 
     `policy` is a library policy name, a scheduler class or factory called with
     ``capacity_bytes``, or a fresh scheduler instance (its capacity must match). `metric` is
     ``"blocks"`` (the protocol) or ``"vllm-tokens"`` (vLLM's own count, `block_tokens` a block).
+    `per_request` keeps each request's prefix hits (``hits_per_request``), so that a later
+    comparison of two policies, request by request, need not replay them again.
     """
     if isinstance(capacity_blocks, bool) or not isinstance(capacity_blocks, int) or capacity_blocks <= 0:
         raise ValueError(f"capacity_blocks must be a positive int, got {capacity_blocks!r}")
@@ -89,14 +93,17 @@ def replay(
     bar = _progress_bar(len(id_lists), name, progress)
     start = time.perf_counter()
     hits = hit_tokens = 0
+    kept: Optional[List[int]] = [] if per_request else None
     with gc_paused():  # the same for every scheduler, so timings compare like with like
         for i in chunks:
             chunk = id_lists[i:i + _CHUNK_REQUESTS]
-            per_request = run(chunk, block_bytes)
-            hits += sum(per_request)
+            chunk_hits = run(chunk, block_bytes)
+            hits += sum(chunk_hits)
+            if kept is not None:
+                kept.extend(chunk_hits)
             if tokens:  # at most input_length - 1 tokens, in whole blocks
                 hit_tokens += block_tokens * sum(min(h, (r.input_length - 1) // block_tokens)
-                                                 for h, r in zip(per_request, ordered[i:i + _CHUNK_REQUESTS]))
+                                                 for h, r in zip(chunk_hits, ordered[i:i + _CHUNK_REQUESTS]))
             if bar is not None:
                 bar.update(len(chunk))
     wall = time.perf_counter() - start
@@ -125,6 +132,7 @@ def replay(
         metric=metric,
         prompt_tokens=prompt_tokens,
         prefix_hit_tokens=hit_tokens if tokens else None,
+        hits_per_request=kept,
     )
 
 

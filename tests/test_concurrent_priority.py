@@ -123,3 +123,53 @@ def test_a_rejected_submit_leaves_the_engine_as_it_was(kwargs, error):
         eng.submit([4, 5], 2, **kwargs)
     assert state() == before
     assert eng.run().requests_finished == 1
+
+
+# -- notebook 10's classes on real KV blocks (kvsched_lab/kv/serving_run.py) ----------------------------
+def classes_workload():
+    """Six batch prompts at t=0, then an interactive one every 200 ms: more work than one request at a time can do."""
+    from kvsched_lab.sim.serving.tenants import BATCH, INTERACTIVE, Tenant, Workload
+    from kvsched_lab.sim.traces import Request
+
+    reqs = [Request(0, 512 * 6, 3, tuple(range(100 * k, 100 * k + 6))) for k in range(6)]
+    reqs += [Request(200 * (k + 1), 512 * 3, 3, (7000 + k, 7100 + k, 7200 + k)) for k in range(6)]
+    tenants = {"chat": Tenant("chat", INTERACTIVE, 0.5), "docs": Tenant("docs", BATCH, 0.5)}
+    return Workload(reqs, ["docs"] * 6 + ["chat"] * 6, tenants)
+
+
+def test_real_kv_priority_meets_more_interactive_deadlines_and_agrees_with_the_block_id_server():
+    from kvsched_lab.kv.serving_run import serve_on_real_kv
+    from kvsched_lab.sim.serving.server import PrefillCost, serve
+
+    work = classes_workload()
+    got = {}
+    for policy in ("fcfs", "priority"):
+        config = ConcurrentConfig(200, 4, max_running=1, max_output_tokens=3, max_num_batched_tokens=8,
+                                  scheduling_policy=policy)
+        res = serve_on_real_kv(work, config, step_s=0.2, model=MODEL)  # deadlines: 10 and 150 steps
+        assert res.outputs_match and res.report.requests_finished == 12
+        chat, batch = res.by_class["interactive"], res.by_class["batch"]
+        assert (chat.requests, batch.requests, chat.deadline_steps, batch.deadline_steps) == (6, 6, 10.0, 150.0)
+        assert chat.met == sum(t <= 10 for t in chat.ttft_steps) and len(chat.ttft_steps) == 6
+        got[policy] = (chat.slo_attainment, chat.mean_ttft_steps, batch.mean_ttft_steps)
+    assert got["priority"][0] > got["fcfs"][0] and got["priority"][1] < got["fcfs"][1]  # interactive gains
+    assert got["priority"][2] > got["fcfs"][2]  # and batch waits longer
+    blocks = {d: serve(work, 200, PrefillCost(2e-4), workers=1, discipline=d).met_by_tenant["chat"]
+              for d in ("fcfs", "priority")}
+    assert blocks["priority"] > blocks["fcfs"]  # the block-id server moves the same way
+
+
+@pytest.mark.parametrize("kwargs, message", [({"step_s": 0}, "step_s"), ({"step_s": 0.1, "load": -1}, "load"),
+                                             ({"step_s": True}, "step_s")])
+def test_real_kv_run_refuses_bad_arguments(kwargs, message):
+    from kvsched_lab.kv.serving_run import serve_on_real_kv
+
+    with pytest.raises(ValueError, match=message):
+        serve_on_real_kv(classes_workload(), ConcurrentConfig(200, 4), model=MODEL, **kwargs)
+
+
+def test_real_kv_run_names_a_request_the_pool_cannot_hold():
+    from kvsched_lab.kv.serving_run import serve_on_real_kv
+
+    with pytest.raises(ValueError, match="request 0: .* needs 7 blocks; the pool has 6"):
+        serve_on_real_kv(classes_workload(), ConcurrentConfig(6, 4), step_s=0.1, model=MODEL)

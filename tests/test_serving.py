@@ -256,6 +256,20 @@ def test_the_cli_reports_tenants_and_slos(capsys):
     assert slo["rejected"] > 0 and 0 <= slo["slo_attainment"] <= 1 and set(slo["met_by_tenant"]) == {"chat", "docs"}
 
 
+def test_the_cli_says_what_predict_is_and_what_of_mooncake_it_leaves_out(capsys):
+    from kvsched_lab.cli.main import main
+    from kvsched_lab.sim.serving.server import ADMISSION_RULES, ADMISSIONS
+
+    assert set(ADMISSION_RULES) == set(ADMISSIONS)
+    out = run_cli(capsys, "--deadlines", "--admission", "predict")
+    rule = out["admission_rule"]
+    for part in ("predicted TTFT", "Algorithm 1", "section 4.1", "decoding load", "6.2-6.4", "not modelled"):
+        assert part in rule
+    with pytest.raises(SystemExit):
+        main(["replay", "--help"])
+    assert "Algorithm 1" in " ".join(capsys.readouterr().out.split())
+
+
 @pytest.mark.parametrize("argv, message", [
     (["--tenants", "chat=gold:1"], "name=class:share"),
     (["--tenants", "chat=batch:x"], "must be numbers"),

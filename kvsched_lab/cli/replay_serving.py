@@ -16,7 +16,7 @@ TENANT_POLICIES = ("lru", "quota", "priority", "fair-share")
 
 
 def add_serving_arguments(rp: argparse.ArgumentParser) -> None:
-    from kvsched_lab.sim.serving.server import ADMISSIONS, DISCIPLINES
+    from kvsched_lab.sim.serving.server import ADMISSION_RULES, ADMISSIONS, DISCIPLINES
 
     g = rp.add_argument_group("tenants, deadlines and admission (notebook 10)")
     g.add_argument("--tenants", default=None,
@@ -33,7 +33,8 @@ def add_serving_arguments(rp: argparse.ArgumentParser) -> None:
                    help="serve the trace through the prefill server: TTFT deadlines, SLO attainment, goodput")
     g.add_argument("--workers", type=int, default=2, help="with --deadlines: prefill workers")
     g.add_argument("--discipline", choices=DISCIPLINES, default="fcfs", help="with --deadlines: queue order")
-    g.add_argument("--admission", choices=ADMISSIONS, default="all", help="with --deadlines: admission rule")
+    g.add_argument("--admission", choices=ADMISSIONS, default="all",
+                   help="with --deadlines: admission rule; " + "; ".join(f"{k}: {v}" for k, v in ADMISSION_RULES.items()))
     g.add_argument("--protect", action="store_true",
                    help="with --deadlines: the cache evicts blocks no waiting request holds first")
     g.add_argument("--load", type=float, default=1.0, help="with --deadlines: arrival rate, x the trace's")
@@ -117,7 +118,7 @@ def _tenant_replay(args: argparse.Namespace, work: Any) -> Dict[str, Any]:
 
 
 def _serve(args: argparse.Namespace, work: Any) -> Dict[str, Any]:
-    from kvsched_lab.sim.serving.server import PrefillCost, serve
+    from kvsched_lab.sim.serving.server import ADMISSION_RULES, PrefillCost, serve
 
     if args.per_token_us is not None:
         cost = PrefillCost(args.per_token_us * 1e-6, source=f"{args.per_token_us} us per token (given)")
@@ -129,5 +130,6 @@ def _serve(args: argparse.Namespace, work: Any) -> Dict[str, Any]:
     res = serve(work, args.capacity_blocks, cost, workers=args.workers, discipline=args.discipline,
                 admission=args.admission, protect_queued=args.protect, load=args.load, policy=args.policy)
     return {"policy": "protected-lru" if args.protect else args.policy, "discipline": args.discipline,
-            "admission": args.admission, "workers": args.workers, "load": args.load,
+            "admission": args.admission, "admission_rule": ADMISSION_RULES[args.admission],
+            "workers": args.workers, "load": args.load,
             "per_token_s": cost.per_token_s, "cost_source": cost.source, **res.summary()}

@@ -6,7 +6,9 @@ once (False), from an `AdmissionInfo` (``kvsched_lab.sim.serving.server``). The 
 1. refuse a request whose blocks do not fit in the free blocks (``info.blocks > info.free_blocks``):
    the chapter's rule for an entry larger than the room there is;
 2. refuse a request predicted to miss its deadline: the wait in the queue plus its prefill
-   (``info.wait_s + info.prefill_s``) later than ``info.deadline_s``, Mooncake's early rejection;
+   (``info.wait_s + info.prefill_s``) later than ``info.deadline_s``: the TTFT test of Mooncake's
+   Conductor (FAST 2025, section 4.1, Algorithm 1), which refuses such a request before any prefill
+   (Mooncake's early rejection proper decides on the decoding load: notebook 10, section 5);
 3. admit the rest. Exactly fitting, and a first token exactly at the deadline, are admitted.
 
 Messages say what is wrong, never the expected answer.

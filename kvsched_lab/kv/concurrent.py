@@ -13,15 +13,17 @@ tokens (None: no limit), spent in this order:
    allocated for the scheduled tokens only, from the free queue's front, evicting the cached
    block there. Full blocks (of the prompt or of generated tokens) enter the prefix cache. A
    request whose computed tokens reach its last one samples its next token.
-2. **Preemption**: when a step cannot get a block, the most recently admitted running request
-   is preempted (vLLM's ``self.running.pop()``): its blocks are released, tail first, and it
-   goes back to the front of the waiting queue to be recomputed later from its prompt and the
-   tokens it already generated (which its cached blocks may partly spare).
-3. **Admission**, first come first served, in a step without preemption, while budget is left:
-   the next waiting request is admitted if the free blocks cover its whole prompt after its
-   cached prefix (vLLM's ``scheduler_reserve_full_isl``, on by default); its cached blocks are
-   pinned and its first chunk scheduled as in 1. At most `max_running` run at once.
+2. **Preemption**: when a step cannot get a block, the policy's victim (waiting_queue.py) is
+   preempted: its blocks are released, tail first, and it goes back to the waiting queue to be
+   recomputed later from its prompt and the tokens it already generated (which its cached blocks
+   may partly spare).
+3. **Admission**, in a step without preemption, while budget is left: the waiting queue's head
+   (first come first served, or vLLM's ``(priority, arrival)`` order) is admitted if the free
+   blocks cover its whole prompt after its cached prefix (vLLM's ``scheduler_reserve_full_isl``,
+   on by default); else admission stops for this step. Its cached blocks are pinned and its
+   first chunk scheduled as in 1. At most `max_running` run at once.
 4. A request that has generated its `output_length` tokens finishes and releases its blocks.
+A request may arrive late (``submit(..., arrival_step=k)``: it waits from step k+1 on).
 
 Tokens are greedy (argmax), so a preempted-and-resumed request must produce exactly the tokens,
 and within float tolerance the logits, of an uninterrupted run; `check_outputs` compares every
@@ -30,15 +32,15 @@ finished request against a full recompute with ``model.forward``.
 from __future__ import annotations
 
 import operator
-from collections import deque
 from dataclasses import dataclass, field
-from typing import Any, Deque, Dict, Iterable, List, Optional, Sequence, Tuple
+from typing import Any, Dict, Iterable, List, Optional, Sequence, Tuple
 
 import torch
 
 from kvsched_lab.kv.engine import block_id_tokens, chain_block_keys
 from kvsched_lab.kv.block_manager import RefCountedBlockManager
 from kvsched_lab.kv.model import TinyDecoder
+from kvsched_lab.kv.waiting_queue import WaitingQueue, check_arrival, check_policy
 from kvsched_lab.i18n import N_, _
 from kvsched_lab.i18n.width import display_width
 
@@ -57,8 +59,10 @@ class ConcurrentConfig:
     max_running: int = 4  # requests decoding at once (vLLM's max_num_seqs)
     max_output_tokens: int = 16  # cap on a request's output_length, to keep CPU runs short
     max_num_batched_tokens: Optional[int] = None  # tokens computed per step, all requests together; None: no cap
+    scheduling_policy: str = "fcfs"  # waiting order and preemption victim: "fcfs" or vLLM's "priority"
 
     def __post_init__(self) -> None:
+        check_policy(self.scheduling_policy)
         for name in ("num_blocks", "tokens_per_block", "max_running", "max_output_tokens", "max_num_batched_tokens"):
             value = getattr(self, name)
             if value is None and name == "max_num_batched_tokens":
@@ -79,6 +83,9 @@ class ServedRequest:
     index: int  # position in the submitted list
     prompt: List[int]  # prompt token ids
     output_length: int  # tokens to generate (already capped)
+    priority: int = 0  # smaller is more urgent (vLLM's convention); only the priority policy reads it
+    arrival_step: int = 0  # it joins the waiting queue after this many engine steps
+    first_token_step: Optional[int] = None  # the step that sampled its first token
     generated: List[int] = field(default_factory=list)  # sampled tokens so far
     step_logits: List[torch.Tensor] = field(default_factory=list)  # (vocab,) logits that sampled each token
     block_table: List[int] = field(default_factory=list)  # pool blocks of its tokens, head first
@@ -114,6 +121,7 @@ class ConcurrentReport:
     running: List[int]  # running requests after each step
     preemption_steps: List[int]  # the step of each preemption
     preempted_requests: List[int]  # the request (index in submission order) of each preemption
+    ttft_steps: List[Optional[int]] = field(default_factory=list)  # per request: first-token step - arrival step
     outputs_checked: int = 0  # finished requests compared with a full recompute
     preempted_outputs_checked: int = 0
     max_abs_logit_diff: float = 0.0
@@ -139,25 +147,17 @@ class ConcurrentReport:
 
 # What `ConcurrentReport.summary_text` calls each figure (English; shown translated).
 SUMMARY_LABELS: Dict[str, str] = {
-    "requests": N_("requests"),
-    "requests_finished": N_("requests finished"),
-    "steps": N_("engine steps"),
+    "requests": N_("requests"), "requests_finished": N_("requests finished"), "steps": N_("engine steps"),
     "preemptions": N_("preemptions"),
     "partial_prefills": N_("prefill steps that stopped mid-prompt (chunked prefill)"),
     "requests_preempted": N_("requests preempted at least once"),
-    "tokens_recomputed": N_("tokens recomputed after a preemption"),
-    "tokens_generated": N_("tokens generated"),
+    "tokens_recomputed": N_("tokens recomputed after a preemption"), "tokens_generated": N_("tokens generated"),
     "prefill_tokens_queried": N_("prefill tokens, resumes included"),
-    "prefill_tokens_cached": N_("... of them found in cached blocks"),
-    "prefix_hit_rate": N_("prefix-hit rate"),
-    "num_blocks": N_("blocks in the pool"),
-    "peak_blocks_in_use": N_("most blocks in use at once"),
-    "evictions": N_("cached blocks overwritten"),
-    "outputs_checked": N_("outputs compared with a full recompute"),
-    "preempted_outputs_checked": N_("... of them preempted"),
-    "max_abs_logit_diff": N_("largest |logit difference|"),
-    "logit_tolerance": N_("logit tolerance"),
-    "outputs_match": N_("outputs match"),
+    "prefill_tokens_cached": N_("... of them found in cached blocks"), "prefix_hit_rate": N_("prefix-hit rate"),
+    "num_blocks": N_("blocks in the pool"), "peak_blocks_in_use": N_("most blocks in use at once"),
+    "evictions": N_("cached blocks overwritten"), "outputs_checked": N_("outputs compared with a full recompute"),
+    "preempted_outputs_checked": N_("... of them preempted"), "max_abs_logit_diff": N_("largest |logit difference|"),
+    "logit_tolerance": N_("logit tolerance"), "outputs_match": N_("outputs match"),
 }
 
 
@@ -169,7 +169,7 @@ class ConcurrentEngine:
         self.config = config
         self.blocks = RefCountedBlockManager(model.make_pool(config.num_blocks, config.tokens_per_block))
         self.requests: List[ServedRequest] = []
-        self.waiting: Deque[ServedRequest] = deque()
+        self.waiting = WaitingQueue(config.scheduling_policy)  # arrived or not, each request until admitted
         self.running: List[ServedRequest] = []  # admission order: the last is preempted first
         self.step_count = 0
         self.preemption_steps: List[int] = []
@@ -183,12 +183,15 @@ class ConcurrentEngine:
         self.peak_blocks_in_use = 0
 
     # -- submitting ----------------------------------------------------------------------------
-    def submit(self, prompt: Sequence[int], output_length: int) -> ServedRequest:
-        """Queue a request; it must fit the pool alone, prompt and (capped) output together."""
+    def submit(self, prompt: Sequence[int], output_length: int, *, priority: int = 0,
+               arrival_step: int = 0) -> ServedRequest:
+        """Queue a request that fits the pool alone, prompt and (capped) output together, arriving after
+        `arrival_step` steps (not in the past); `priority`: smaller first. A rejected one changes nothing."""
         prompt, output_length = self._checked(prompt, output_length)
-        request = ServedRequest(len(self.requests), prompt, output_length)
+        check_arrival(priority, arrival_step, self.step_count)
+        request = ServedRequest(len(self.requests), prompt, output_length, priority, arrival_step)
         self.requests.append(request)
-        self.waiting.append(request)
+        self.waiting.add(request, self.step_count)
         return request
 
     def submit_trace(self, trace_requests: Iterable[Any], *, block_seed: int = 0) -> None:
@@ -226,7 +229,7 @@ class ConcurrentEngine:
     # -- running -------------------------------------------------------------------------------
     def run(self, max_steps: int = 100_000) -> ConcurrentReport:
         """Step until every request has finished; RuntimeError past `max_steps` (a stuck schedule)."""
-        while self.waiting or self.running:
+        while self.waiting or self.running or self.waiting.num_not_arrived:
             if self.step_count >= max_steps:
                 raise RuntimeError(f"not done after {max_steps} steps")
             self.step()
@@ -236,6 +239,7 @@ class ConcurrentEngine:
         """Advance every running request within the token budget, preempting when short of blocks; then admit.
 
         Like vLLM's scheduler: running requests first, and no admission in a step that preempted."""
+        self.waiting.arrive(self.step_count)  # requests with arrival_step <= the steps run so far
         self.step_count += 1
         preemptions = len(self.preemption_steps)
         budget = self.config.token_budget
@@ -253,7 +257,7 @@ class ConcurrentEngine:
     def _admit(self, budget: float) -> None:
         cfg, blocks = self.config, self.blocks
         while self.waiting and len(self.running) < cfg.max_running and budget > 0:
-            request = self.waiting[0]
+            request = self.waiting.peek()
             tokens = request.tokens
             keys = chain_block_keys(tokens, cfg.tokens_per_block)
             hit = blocks.cached_prefix(keys)
@@ -264,8 +268,8 @@ class ConcurrentEngine:
             if needed > free_after_pins:
                 if not self.running:  # nothing will ever free blocks: submit() makes this unreachable
                     raise RuntimeError(f"request {request.index} cannot fit an idle pool")
-                return  # first come, first served: later requests wait too
-            self.waiting.popleft()
+                return  # the head waits, and so do the requests behind it (vLLM's `break`)
+            self.waiting.pop()
             for b in hit:
                 blocks.pin(b)
             request.block_table = list(hit)
@@ -281,7 +285,7 @@ class ConcurrentEngine:
     def _advance(self, request: ServedRequest, budget: float) -> int:
         """Compute up to `budget` of the request's uncomputed tokens (1 when decoding); returns how many.
 
-        Blocks for them come from the free queue, preempting the most recently admitted request
+        Blocks for them come from the free queue, preempting a running request (the policy's victim)
         while none is free; 0 if that preempted the request itself."""
         bs, blocks = self.config.tokens_per_block, self.blocks
         tokens = request.tokens
@@ -290,7 +294,7 @@ class ConcurrentEngine:
         while len(request.block_table) * bs < end:  # blocks for the scheduled tokens
             block = blocks.allocate()
             while block is None:
-                victim = self.running[-1]  # the most recently admitted
+                victim = self.waiting.victim(self.running)
                 self._preempt(victim)
                 if victim is request:
                     return 0
@@ -307,6 +311,8 @@ class ConcurrentEngine:
         return end - start
 
     def _sample(self, request: ServedRequest, logits: torch.Tensor) -> None:
+        if not request.generated:
+            request.first_token_step = self.step_count
         request.generated.append(int(logits.argmax()))
         request.step_logits.append(logits.float().cpu())
         if len(request.generated) == request.output_length:
@@ -322,7 +328,7 @@ class ConcurrentEngine:
         request.num_preemptions += 1
         self.preemption_steps.append(self.step_count)
         self.preempted_requests.append(request.index)
-        self.waiting.appendleft(request)  # vLLM puts it back at the front of the waiting queue
+        self.waiting.prepend(request)  # vLLM: the front under fcfs, its (priority, arrival) place under priority
 
     def _cache_full_blocks(self, request: ServedRequest, keys: Sequence[str]) -> None:
         for key, block in zip(keys, request.block_table):
@@ -365,7 +371,9 @@ class ConcurrentEngine:
             num_blocks=self.config.num_blocks, peak_blocks_in_use=self.peak_blocks_in_use,
             evictions=self.blocks.num_evictions, blocks_in_use=list(self.blocks_in_use),
             running=list(self.running_counts), preemption_steps=list(self.preemption_steps),
-            preempted_requests=list(self.preempted_requests))
+            preempted_requests=list(self.preempted_requests),
+            ttft_steps=[None if r.first_token_step is None else r.first_token_step - r.arrival_step
+                        for r in self.requests])
 
 
 def run_concurrent(trace_requests: Sequence[Any], config: ConcurrentConfig, *, model: Optional[TinyDecoder] = None,

@@ -20,9 +20,17 @@ The model, stated (each line is a simplification of a real engine, said in noteb
   once when its blocks do not fit in the blocks not yet reserved by admitted requests (every
   admitted request reserves its whole prompt until its prefill ends); ``bypass``: such a request
   is served anyway but leaves the cache alone (its blocks are neither reserved nor cached);
-  ``predict``, Mooncake-style early rejection: refuse it when the predicted TTFT (the work queued
-  ahead of it, shared by the workers, plus its own prefill with the prefix cached now) exceeds
-  its deadline. `admission` may also be a function of an `AdmissionInfo`, True to admit.
+  ``predict``: refuse it when the predicted TTFT (the work queued ahead of it, shared by the
+  workers, plus its own prefill with the prefix cached now) exceeds its deadline. That is the
+  TTFT test of Mooncake's Conductor (Qin et al., FAST 2025, section 4.1, Algorithm 1 lines 12-19:
+  per prefill instance, TTFT = KV transfer + queue (the predicted prefill times queued there) +
+  prefill (an offline-fitted regression of prompt and prefix length); the smallest is taken, and
+  HTTP 429 is returned before any prefill when it, or the chosen decode instance's TBT, misses its
+  SLO). Here: one queue for all workers, the server's own cost as the prediction, no transfer and
+  no decode side. Mooncake's Early Rejection and Early Rejection Based on Prediction (arXiv
+  2407.00079v1, sections 6.2-6.4) decide on the *decoding* load, current or predicted for when
+  the prefill ends; with no decode stage, this server models neither. `admission` may also be a
+  function of an `AdmissionInfo`, True to admit.
 - `protect_queued`: the cache evicts blocks that no waiting request holds first (`ProtectedLRU`).
 
 A request meets its SLO when its first token comes by its deadline; a refused one does not.
@@ -41,6 +49,18 @@ from kvsched_lab.sim.traces import MOONCAKE_BLOCK_TOKENS
 
 DISCIPLINES = ("fcfs", "priority", "priority-preempt", "edf")
 ADMISSIONS = ("all", "fit", "bypass", "predict")
+# What each admission rule does, in a line: `kvsched replay --help` and its --json output say it.
+ADMISSION_RULES = {
+    "all": "admit every request",
+    "fit": "refuse at arrival a request whose blocks do not fit in the blocks admitted requests have not "
+           "reserved (the chapter's rule)",
+    "bypass": "serve a request that does not fit without the cache: its blocks are neither reserved nor cached",
+    "predict": "refuse at arrival a request whose predicted TTFT (the queued work ahead, shared by the workers, plus "
+               "its own prefill with its prefix cached now) exceeds its deadline: the TTFT test of Mooncake's "
+               "Conductor (FAST'25 section 4.1, Algorithm 1), on one shared queue; Mooncake's early rejection on "
+               "the decoding load, current or predicted (arXiv 2407.00079v1 sections 6.2-6.4), is not modelled: "
+               "this server has no decode stage",
+}
 
 
 @dataclass(frozen=True)

@@ -41,12 +41,10 @@ from collections import OrderedDict
 from typing import Dict, Hashable, List, Optional, Sequence, Tuple
 
 from kvsched_lab.sim.policies.base import Policy
+from kvsched_lab.sim.policies.lehmer import LEHMER_MULTIPLIER, LEHMER_SEED, MASK128, check_seed
 
 LEARNING_RATE = 0.45
 DISCOUNT_AT_CAPACITY = 0.005  # dr ** capacity: the weight of a regret one cache length late
-LEHMER_MULTIPLIER = 0xDA942042E4DD58B5
-LEHMER_SEED = 0xDEADBEEF  # libCacheSim's per-thread starting state
-MASK128 = (1 << 128) - 1
 
 
 class LeCaRPolicy(Policy):
@@ -56,8 +54,6 @@ class LeCaRPolicy(Policy):
 
     def __init__(self, capacity_bytes: int, *, future: Optional[Sequence[Hashable]] = None, seed: int = LEHMER_SEED) -> None:
         super().__init__(capacity_bytes, future=future)
-        if isinstance(seed, bool) or not isinstance(seed, int):
-            raise TypeError(f"seed must be an int, got {seed!r}")
         self.entries: "OrderedDict[Hashable, int]" = OrderedDict()  # LRU order, oldest first
         self.freq: Dict[Hashable, int] = {}
         self.by_freq: Dict[int, "OrderedDict[Hashable, None]"] = {1: OrderedDict()}  # OrderedDict: popping a plain dict's first key again and again scans its deleted slots
@@ -70,7 +66,7 @@ class LeCaRPolicy(Policy):
         self.w_lru = self.w_lfu = 0.5
         self.lr = LEARNING_RATE
         self.dr = DISCOUNT_AT_CAPACITY ** (1.0 / capacity_bytes)
-        self.rand_state = seed & MASK128
+        self.rand_state = check_seed(seed)
         self._expert = 0  # who chose the victim being evicted: 1 LRU, 2 LFU, 0 both
 
     # -- the LFU expert's lists --------------------------------------------------------------

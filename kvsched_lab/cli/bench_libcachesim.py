@@ -29,9 +29,9 @@ LIBCACHESIM_VERSION = "0.3.5"  # the version the crosscheck extra pins, whose de
 # Course policy -> libCacheSim cache class. Same decisions: fifo, lru, lfu, arc (tests check every
 # access). s3fifo: libCacheSim's rules, not the course's (s3fifo.py). belady: libCacheSim's always
 # caches the missed block, the course's may bypass it.
-# sieve: same decisions; lecar, wtinylfu: at the capacities the crosscheck test lists (its MATCHING).
+# sieve, lecar, cacheus, wtinylfu: same decisions.
 CACHES = {"fifo": "FIFO", "lru": "LRU", "lfu": "LFU", "arc": "ARC", "s3fifo": "S3FIFO", "belady": "Belady",
-          "sieve": "Sieve", "lecar": "LeCaR", "wtinylfu": "WTinyLFU"}
+          "sieve": "Sieve", "lecar": "LeCaR", "cacheus": "Cacheus", "wtinylfu": "WTinyLFU"}
 
 
 def libcachesim() -> Optional[ModuleType]:
@@ -137,6 +137,5 @@ def markdown_note(speed: Dict[str, Any]) -> List[str]:
     touches = ", ".join(f"{name} {c['touches_per_s'] / 1e6:.2f}M" for name, c in lcs["caches"].items())
     return ["", f"x libCacheSim: its C loop (libcachesim {lcs['version']}, process_trace on an oracleGeneral file, "
                 f"hash table 2^{lcs['hashpower']}) over our replay, same trace and capacity, same run; touches/s "
-                f"{touches}. Same decisions for fifo, lru, lfu, arc, sieve (and lecar, wtinylfu at the capacities "
-                "tests/test_crosscheck_libcachesim.py lists); its S3FIFO follows its own rules (s3fifo.py) "
+                f"{touches}. Same decisions for fifo, lru, lfu, arc, sieve, lecar, cacheus, wtinylfu; its S3FIFO follows its own rules (s3fifo.py) "
                 "and its Belady never bypasses."]

@@ -15,7 +15,7 @@ SPEED_TARGET = 2.0  # every library policy, touches/s over the reference's
 FAST_TARGET = 10.0  # lru, fifo, s3fifo
 FAST_POLICIES = ("lru", "fifo", "s3fifo")
 ADAPTIVE_TARGET = 5.0  # the policies of issue 31, each beside its libCacheSim column where it has one
-ADAPTIVE_POLICIES = ("sieve", "lecar", "wtinylfu", "arc-prefix")
+ADAPTIVE_POLICIES = ("sieve", "lecar", "cacheus", "wtinylfu", "arc-prefix")
 HEAP_TARGET = 2.0  # records per live entry, seed-compact and gdsf
 SWEEP_TARGET_S = 60.0
 

@@ -30,11 +30,11 @@ BOUND = "belady"
 PolicySpec = Any  # a library name, a class, or a factory called with capacity_bytes
 
 
-# Registered policies a board leaves out unless named: seed-compact decides as seed does; lecar and
-# wtinylfu, per-block mixtures kept to compare with libCacheSim, trail LRU on these traces; they
+# Registered policies a board leaves out unless named: seed-compact decides as seed does; lecar,
+# cacheus and wtinylfu, per-block mixtures kept to compare with libCacheSim, trail LRU on these traces; they
 # and arc-prefix replay through the hooks, several times slower than the rest, which would slow
 # every default board (notebook 06's sweep). Notebook 07 names arc-prefix where it shows it.
-NOT_BY_DEFAULT = ("seed-compact", "lecar", "wtinylfu", "arc-prefix")
+NOT_BY_DEFAULT = ("seed-compact", "lecar", "cacheus", "wtinylfu", "arc-prefix")
 
 
 def default_policies() -> List[str]:

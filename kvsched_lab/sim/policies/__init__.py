@@ -18,6 +18,7 @@ from kvsched_lab.sim.policies.arc import ARCPolicy
 from kvsched_lab.sim.policies.arc_prefix import PrefixARCPolicy
 from kvsched_lab.sim.policies.base import Policy
 from kvsched_lab.sim.policies.belady import BeladyPolicy
+from kvsched_lab.sim.policies.cacheus import CacheusPolicy
 from kvsched_lab.sim.policies.fifo import FIFOPolicy
 from kvsched_lab.sim.policies.gdsf import GDSFPolicy
 from kvsched_lab.sim.policies.lecar import LeCaRPolicy
@@ -60,7 +61,7 @@ POLICIES: Dict[str, type] = {
     for cls in (
         FIFOPolicy, LRUPolicy, LFUPolicy, _chapter["seed"], _chapter["seed-compact"],
         GDSFPolicy, SievePolicy, S3FIFOPolicy, PrefixS3FIFOPolicy, RepeatS3FIFOPolicy, ARCPolicy, PrefixARCPolicy,
-        LeCaRPolicy, WTinyLFUPolicy, VLLMPolicy, RadixPolicy, BeladyPolicy,
+        LeCaRPolicy, CacheusPolicy, WTinyLFUPolicy, VLLMPolicy, RadixPolicy, BeladyPolicy,
     )
     if cls is not None
 }
@@ -79,7 +80,7 @@ def make_policy(name: str, capacity_bytes: int, *, future: Optional[Sequence[Has
 
 
 __all__ = [
-    "ARCPolicy", "BeladyPolicy", "CHAPTER_POLICIES", "FIFOPolicy", "GDSFPolicy", "LFUPolicy", "LRUPolicy",
+    "ARCPolicy", "BeladyPolicy", "CHAPTER_POLICIES", "CacheusPolicy", "FIFOPolicy", "GDSFPolicy", "LFUPolicy", "LRUPolicy",
     "LeCaRPolicy", "POLICIES", "Policy", "PrefixARCPolicy", "PrefixS3FIFOPolicy", "RadixPolicy", "RepeatS3FIFOPolicy",
     "S3FIFOPolicy", "SievePolicy", "VLLMPolicy", "WITHHELD", "WTinyLFUPolicy", "make_policy",
 ]

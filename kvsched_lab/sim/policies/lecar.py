@@ -19,12 +19,15 @@ on every access, tests/test_crosscheck_libcachesim.py):
    ``dr = 0.005 ** (1 / capacity)`` (a regret a cache's length late counts 0.5% of a fresh one),
    both weights start at 0.5. The block leaves the ghost list and is cached as a new block.
 
-The draw. libCacheSim draws ``r = (x % 100) / 100`` from Knuth's MMIX linear congruential
-generator ``x <- 6364136223846793005 x + 1442695040888963407 (mod 2**64)``, whose state is one
-per thread and starts at 0; it draws only when the experts disagree. `LeCaRPolicy` uses the same
-generator, its state starting at ``seed`` (default 0): the same seed, the same decisions. (In
-libCacheSim the state is shared by every cache of a thread, so its LeCaR matches this one only
-as the first user of a fresh thread's generator, which is how the crosscheck runs it.)
+The draw. libCacheSim 0.3.5 draws ``r = (x % 100) / 100`` where ``x`` is the high 64 bits of a
+128-bit Lehmer generator, ``state <- state * 0xda942042e4dd58b5 (mod 2**128)`` (``next_rand`` in
+``utils/include/mymath.h``; the Knuth MMIX step written above it there is commented out). The
+state is one per thread and starts at ``0xdeadbeef``; LeCaR draws only when the experts disagree.
+`LeCaRPolicy` runs the same generator from ``seed`` (default ``0xdeadbeef``): the same seed, the
+same decisions, on every access (tests/test_crosscheck_libcachesim.py, including a small hot/cold
+workload where draws decide hits). In libCacheSim the state is shared by every cache of a thread,
+so its LeCaR matches this one as the first user of a fresh thread's generator, which is how the
+crosscheck runs it.
 
 Layout. ``entries`` is an `OrderedDict` in LRU order; ``freq`` maps each key to its frequency and
 ``by_freq`` each frequency to an insertion-ordered dict of its keys; ``min_freq`` is the lowest
@@ -38,12 +41,10 @@ from collections import OrderedDict
 from typing import Dict, Hashable, List, Optional, Sequence, Tuple
 
 from kvsched_lab.sim.policies.base import Policy
+from kvsched_lab.sim.policies.lehmer import LEHMER_MULTIPLIER, LEHMER_SEED, MASK128, check_seed
 
 LEARNING_RATE = 0.45
 DISCOUNT_AT_CAPACITY = 0.005  # dr ** capacity: the weight of a regret one cache length late
-MMIX_MULTIPLIER = 6364136223846793005
-MMIX_INCREMENT = 1442695040888963407
-MASK64 = (1 << 64) - 1
 
 
 class LeCaRPolicy(Policy):
@@ -51,10 +52,8 @@ class LeCaRPolicy(Policy):
 
     name = "lecar"
 
-    def __init__(self, capacity_bytes: int, *, future: Optional[Sequence[Hashable]] = None, seed: int = 0) -> None:
+    def __init__(self, capacity_bytes: int, *, future: Optional[Sequence[Hashable]] = None, seed: int = LEHMER_SEED) -> None:
         super().__init__(capacity_bytes, future=future)
-        if isinstance(seed, bool) or not isinstance(seed, int):
-            raise TypeError(f"seed must be an int, got {seed!r}")
         self.entries: "OrderedDict[Hashable, int]" = OrderedDict()  # LRU order, oldest first
         self.freq: Dict[Hashable, int] = {}
         self.by_freq: Dict[int, "OrderedDict[Hashable, None]"] = {1: OrderedDict()}  # OrderedDict: popping a plain dict's first key again and again scans its deleted slots
@@ -67,7 +66,7 @@ class LeCaRPolicy(Policy):
         self.w_lru = self.w_lfu = 0.5
         self.lr = LEARNING_RATE
         self.dr = DISCOUNT_AT_CAPACITY ** (1.0 / capacity_bytes)
-        self.rand_state = seed & MASK64
+        self.rand_state = check_seed(seed)
         self._expert = 0  # who chose the victim being evicted: 1 LRU, 2 LFU, 0 both
 
     # -- the LFU expert's lists --------------------------------------------------------------
@@ -125,9 +124,9 @@ class LeCaRPolicy(Policy):
         return True
 
     def draw(self) -> float:
-        """The next ``r`` in [0, 1): libCacheSim's MMIX step, ``(x % 100) / 100``."""
-        self.rand_state = (MMIX_MULTIPLIER * self.rand_state + MMIX_INCREMENT) & MASK64
-        return (self.rand_state % 100) / 100.0
+        """The next ``r`` in [0, 1): libCacheSim's Lehmer step, ``((state >> 64) % 100) / 100``."""
+        self.rand_state = (self.rand_state * LEHMER_MULTIPLIER) & MASK128
+        return ((self.rand_state >> 64) % 100) / 100.0
 
     def victim(self) -> Hashable:
         lru_key = next(iter(self.entries))

@@ -485,3 +485,101 @@ def test_the_leaf_heap_files_a_leaf_again_only_when_its_time_changed(refresh):
         radix.replay_requests([ids], 1)
         records = [(a, s) for a, s, n in radix.leaf_heap if n in radix.evictable and n.access == a]
         assert len(records) == len(set(records)) == len(radix.evictable)
+
+
+# -- a prompt's partial last block: a pool slot while the request runs, never cached -------------------
+def model_vllm_tails(reqs, tails, cap):
+    """`model_vllm` for unit blocks, plus vLLM's partial last block: after the request's full
+    blocks it takes a block from the free queue's front (evicting what is cached there) and
+    gives it back, empty, when the request ends (`BlockPool.free_blocks`: prepend_n)."""
+    size, free, log = {}, [], []
+    for ids, tail in zip(reqs, tails):
+        pinned = []
+        for k in ids:
+            if k in size:
+                log.append(f"reuse:{k}")
+                if k in free:
+                    free.remove(k)
+                    pinned.append(k)
+            elif len(pinned) + 1 > cap:
+                log.append(f"skip:{k}")
+            else:
+                while len(size) + 1 > cap:
+                    old = free.pop(0)
+                    del size[old]
+                    log.append(f"evict:{old}")
+                size[k] = 1
+                pinned.append(k)
+                log.append(f"add:{k}")
+        if tail and len(pinned) + 1 <= cap:
+            while len(size) + 1 > cap:
+                old = free.pop(0)
+                del size[old]
+                log.append(f"evict:{old}")
+        free += pinned[::-1]
+    return log, size
+
+
+def test_vllm_partial_last_block_takes_a_slot_and_costs_a_hit_by_hand():
+    p = VLLMPolicy(3)
+    # [1, 2] and a partial block: 3 blocks in use, the pool is full, nothing cached is lost.
+    assert p.replay_requests([[1, 2]], 1, uncached_tails=[True]) == [0]
+    assert (p.pinned_bytes, p.uncached_bytes, p.current_bytes) == (2, 1, 2)
+    # [3] and a partial block: 3 takes the empty slot; the partial block evicts 2 (freed tail first).
+    # [1, 2] then hits only 1. Without the slot nothing is evicted and it hits both.
+    assert p.replay_requests([[3], [1, 2]], 1, uncached_tails=[True, False]) == [0, 1]
+    assert list(p.log)[:4] == ["add:1", "add:2", "add:3", "evict:2"]
+    plain = VLLMPolicy(3)
+    assert plain.replay_requests([[1, 2], [3], [1, 2]], 1) == [0, 0, 2]
+    p.end_request()
+    assert p.uncached_bytes == 0
+    with pytest.raises(ValueError, match="flags"):
+        p.replay_requests([[1]], 1, uncached_tails=[])
+
+
+def test_vllm_hold_uncached_comes_after_the_full_blocks():
+    p = VLLMPolicy(2)
+    p.begin_request([1, 2])
+    p.touch_in_request(1, 1, 1, False)
+    p.touch_in_request(2, 1, 2, True)
+    assert not p.hold_uncached(1)  # every cached block is pinned: no room (the replay's simplification)
+    p.begin_request([3])
+    p.touch_in_request(3, 1, 1, True)
+    assert p.hold_uncached(1) and list(p.log)[-3:] == ["evict:2", "add:3", "evict:1"]
+    before = (list(p.log), dict(p.entries))
+    with pytest.raises(ValueError, match="partial last block"):
+        p.touch_in_request(4, 1, 2, True)
+    assert (list(p.log), dict(p.entries)) == before
+
+
+@FAST
+@given(lists=st.lists(st.lists(st.integers(0, 15), min_size=1, max_size=6, unique=True), max_size=25),
+       cap=st.integers(1, 12), data=st.data())
+def test_vllm_partial_blocks_follow_the_model_and_the_fast_path(lists, cap, data):
+    tails = data.draw(st.lists(st.booleans(), min_size=len(lists), max_size=len(lists)))
+    fast, slow = VLLMPolicy(cap), VLLMPolicy(cap)
+    hits = fast.replay_requests(lists, 1, uncached_tails=tails)
+    slow_hits = []
+    for ids, tail in zip(lists, tails):
+        slow_hits.append(sum(1 for _ in takewhile(slow.entries.__contains__, ids)))
+        slow.begin_request(ids)
+        for depth, key in enumerate(ids, 1):
+            slow.touch_in_request(key, 1, depth, depth == len(ids))
+        if tail:
+            slow.hold_uncached(1)
+        check_invariants(slow)
+        assert slow.current_bytes + slow.uncached_bytes <= cap
+    assert hits == slow_hits and state(fast) == state(slow) and fast.uncached_bytes == slow.uncached_bytes
+    log, size = model_vllm_tails(lists, tails, cap)
+    assert list(fast.log) == log and dict(fast.entries) == size
+
+
+def test_a_request_of_n_tokens_holds_ceil_n_over_block_size_blocks_as_in_vllm():
+    """vLLM gives a request cdiv(num_tokens, block_size) blocks (allocate_new_blocks); so does `vllm`."""
+    from kvsched_lab.sim.traces import load_trace, resolve_trace
+    reqs = load_trace(resolve_trace("conversation"))[:300]
+    p = VLLMPolicy(10 ** 6)
+    for r in reqs:
+        full = list(r.hash_ids[:r.input_length // 512])
+        p.replay_requests([full], 1, uncached_tails=[r.input_length % 512 != 0])
+        assert p.pinned_bytes + p.uncached_bytes == -(-r.input_length // 512)

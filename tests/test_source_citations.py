@@ -19,6 +19,7 @@ ROOT = Path(__file__).resolve().parents[1]
 SOURCES = {
     "vllm 0.33.0": {
         "vllm/v1/core/block_pool.py", "vllm/v1/core/kv_cache_utils.py", "vllm/v1/core/kv_cache_manager.py",
+        "vllm/v1/core/single_type_kv_cache_manager.py",
         "vllm/v1/core/sched/scheduler.py", "vllm/v1/core/sched/request_queue.py", "vllm/v1/kv_offload/", "vllm/v1/kv_offload/cpu/spec.py",
         "vllm/v1/kv_offload/cpu/manager.py", "vllm/v1/kv_offload/cpu/policies/", "vllm/config/vllm.py",
     },

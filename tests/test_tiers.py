@@ -14,6 +14,7 @@ from kvsched_lab.kv.tiers import (
 )
 from kvsched_lab.kv.tiers.breakeven import LINKS, breakeven_bandwidth, breakeven_table, model_costs
 from kvsched_lab.kv.tiers.hierarchy import ADOPT, COPY, FREE
+from kvsched_lab.kv.model import TinyDecoder
 from kvsched_lab.kv.tiers.measure import measure_tier_costs
 from kvsched_lab.kv.tiers.real_replay import tiered_real_kv_replay
 from kvsched_lab.kv.tiers.roundtrip import round_trip_check
@@ -184,6 +185,40 @@ def test_measured_costs_are_positive_and_the_round_trip_is_exact():
     assert m["round_trip_exact"] and m["block_bytes"] == 512 * 8
     assert all(v > 0 for v in m["per_block_s"].values())
     assert m["costs"].move_s(0, 2) == pytest.approx(m["costs"].device_to_host_s + m["costs"].host_to_disk_s)
+
+
+def _batched_copy_roundtrip(device):
+    from kvsched_lab.kv.tiers.stores import HostBlockPool, copy_blocks_batched
+    pool = TinyDecoder(device=device).make_pool(6, 4)
+    pool.kv.copy_(torch.randn(pool.kv.shape, generator=torch.Generator().manual_seed(0)).to(pool.kv))
+    host = HostBlockPool(pool, 5)
+    src, dst = [4, 0, 2], [1, 3, 0]  # any blocks, in any order
+    shape = (pool.num_layers, 2, 3, 4, pool.num_kv_heads, pool.head_dim)
+    dev_staging = torch.empty(shape, dtype=pool.dtype, device=pool.device)
+    host_staging = torch.empty(shape, dtype=pool.dtype, pin_memory=host.pinned)
+    copy_blocks_batched(pool.kv, torch.tensor(src, device=pool.device), host.kv, torch.tensor(dst),
+                        dev_staging, host_staging)
+    for s, d in zip(src, dst):
+        assert torch.equal(host.kv[:, :, d], pool.kv[:, :, s].cpu()), (s, d)
+    assert not host.kv[:, :, [2, 4]].any()  # blocks nobody copied stay untouched
+    back = torch.tensor([5, 1, 3], device=pool.device)  # and up again into other device blocks
+    copy_blocks_batched(host.kv, torch.tensor(dst), pool.kv, back, host_staging, dev_staging)
+    if pool.device.type == "cuda":
+        torch.cuda.synchronize()
+    for s, b in zip(src, back.tolist()):
+        assert torch.equal(pool.kv[:, :, b], pool.kv[:, :, s]), (s, b)
+    return host
+
+
+def test_batched_copy_moves_the_named_blocks_in_one_transfer_cpu():
+    assert not _batched_copy_roundtrip("cpu").pinned
+    m = measure_tier_costs(num_blocks=4, tokens_per_block=8, repeats=1, device="cpu")
+    assert m["per_block_s"]["device_to_host_batched_s"] > 0 and m["per_block_s"]["host_to_device_batched_s"] > 0
+
+
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA GPU")
+def test_batched_copy_on_cuda_through_pinned_staging():
+    assert _batched_copy_roundtrip("cuda").pinned
 
 
 # -- real blocks --------------------------------------------------------------------------------

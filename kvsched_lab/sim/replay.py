@@ -10,11 +10,13 @@
 ``metric="vllm-tokens"`` measures what vLLM v1 reports instead (``PrefixCacheStats``: hit tokens
 over prompt tokens, from ``KVCacheManager.get_computed_blocks``), from each request's
 ``input_length``: only a prompt's *full* blocks are cached (vLLM hashes full blocks only; the
-partial last block is computed and, in this replay, takes no room), and a hit is capped at
-``input_length - 1`` tokens in whole blocks (vLLM recomputes the last prompt token for its
-logits). So ``prefix_hit_rate = sum(block_tokens * min(prefix hits, (input_length - 1) //
-block_tokens)) / sum(input_length)``, each request replaying its first ``input_length //
-block_tokens`` ids.
+partial last block is computed, never cached), and a hit is capped at ``input_length - 1``
+tokens in whole blocks (vLLM recomputes the last prompt token for its logits). So
+``prefix_hit_rate = sum(block_tokens * min(prefix hits, (input_length - 1) // block_tokens)) /
+sum(input_length)``, each request replaying its first ``input_length // block_tokens`` ids. A
+policy with ``hold_uncached`` (`vllm`) also gives each prompt with a partial last block that
+block's pool slot while the request runs, as vLLM does: it may evict a cached block and is free
+again when the request ends. Other policies' partial blocks take no room.
 
 Any scheduler with the chapter's API replays: the learner's class, the reference, a library
 policy. Library policies may offer ``replay_requests(id_lists, bytes_)``, a hot loop that gives
@@ -89,6 +91,9 @@ def replay(
 
     fast = getattr(sim, "replay_requests", None)
     run = fast if callable(fast) else (lambda lists, b: generic_replay_requests(sim, lists, b))
+    # vLLM's partial last block holds a pool slot while its request runs (see the docstring).
+    tails = ([r.input_length % block_tokens != 0 for r in ordered]
+             if tokens and callable(fast) and callable(getattr(sim, "hold_uncached", None)) else None)
     chunks = range(0, len(id_lists), _CHUNK_REQUESTS)
     bar = _progress_bar(len(id_lists), name, progress)
     start = time.perf_counter()
@@ -97,7 +102,10 @@ def replay(
     with gc_paused():  # the same for every scheduler, so timings compare like with like
         for i in chunks:
             chunk = id_lists[i:i + _CHUNK_REQUESTS]
-            chunk_hits = run(chunk, block_bytes)
+            if tails is None:
+                chunk_hits = run(chunk, block_bytes)
+            else:
+                chunk_hits = fast(chunk, block_bytes, uncached_tails=tails[i:i + _CHUNK_REQUESTS])
             hits += sum(chunk_hits)
             if kept is not None:
                 kept.extend(chunk_hits)

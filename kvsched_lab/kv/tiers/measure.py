@@ -5,6 +5,9 @@ so that drifting machine load hits every case alike (median of `repeats`):
 
 - copying every block one at a time device -> host -> disk -> host -> device (per-block `copy_`,
   the way the tiered engine moves them; on CUDA the host pool is pinned and each round syncs);
+- the same two moves between device and host batched: all blocks gathered into one contiguous
+  staging buffer, sent in one ``copy_`` and scattered (`copy_blocks_batched`, pinned staging on
+  CUDA), the way engines move many blocks per transfer (``*_batched_s``);
 - prefilling all ``num_blocks * tokens_per_block`` tokens from scratch: its share per block is
   the recompute time of one block's tokens in a long prefill;
 - prefilling only the last block after the others are cached: the marginal cost of one block,
@@ -25,7 +28,7 @@ import torch
 from kvsched_lab.kv.device import DeviceLike
 from kvsched_lab.kv.model import TinyDecoder, TinyDecoderConfig
 from kvsched_lab.kv.tiers.costs import TierCosts
-from kvsched_lab.kv.tiers.stores import DiskBlockStore, HostBlockPool, copy_block, device_block
+from kvsched_lab.kv.tiers.stores import DiskBlockStore, HostBlockPool, copy_block, copy_blocks_batched, device_block
 
 
 def _model(config: Optional[TinyDecoderConfig], num_tokens: int, device: DeviceLike) -> TinyDecoder:
@@ -65,7 +68,17 @@ def measure_tier_costs(num_blocks: int = 64, tokens_per_block: int = 16, repeats
                     copy_block(views[src](i), views[dst](i))
             return run
 
+        dev_ids = torch.arange(num_blocks, device=pool.device)
+        host_ids = torch.arange(num_blocks)
+        staging_shape = (pool.num_layers, 2, num_blocks, tokens_per_block, pool.num_kv_heads, pool.head_dim)
+        dev_staging = torch.empty(staging_shape, dtype=pool.dtype, device=pool.device)
+        host_staging = torch.empty(staging_shape, dtype=pool.dtype, pin_memory=host.pinned)
+
         cases = {
+            "device_to_host_batched_s": lambda: copy_blocks_batched(pool.kv, dev_ids, host.kv, host_ids,
+                                                                    dev_staging, host_staging),
+            "host_to_device_batched_s": lambda: copy_blocks_batched(host.kv, host_ids, pool.kv, dev_ids,
+                                                                    host_staging, dev_staging),
             "device_to_host_s": copy_all("device", "host"), "host_to_disk_s": copy_all("host", "disk"),
             "disk_to_host_s": copy_all("disk", "host"), "host_to_device_s": copy_all("host", "device"),
             "recompute_s": lambda: model.prefill(ids, table, 0, pool),

@@ -42,6 +42,24 @@ def copy_block(src: torch.Tensor, dst: torch.Tensor) -> None:
     dst.copy_(src, non_blocking=src.is_pinned() or dst.is_pinned())
 
 
+def copy_blocks_batched(src_kv: torch.Tensor, src_ids: torch.Tensor, dst_kv: torch.Tensor, dst_ids: torch.Tensor,
+                        src_staging: torch.Tensor, dst_staging: torch.Tensor) -> None:
+    """Copy blocks `src_ids` of pool `src_kv` to blocks `dst_ids` of pool `dst_kv` in ONE transfer.
+
+    Both pools are ``(layers, 2, blocks, block_size, kv_heads, head_dim)``; each staging buffer is
+    ``(layers, 2, len(ids), block_size, kv_heads, head_dim)``, contiguous, on its pool's side
+    (pinned host memory on CUDA). The blocks are gathered into `src_staging` (one indexing op),
+    sent in one ``copy_`` (asynchronous between CUDA and pinned memory; the caller syncs), and
+    scattered into `dst_kv` (one ``index_put_``), as engines batch many blocks into one transfer.
+    (``index_select(..., out=)`` and ``index_copy_`` along the block dimension were 2-9x slower on CPU.)
+    """
+    src_staging.copy_(src_kv[:, :, src_ids])
+    dst_staging.copy_(src_staging, non_blocking=src_staging.is_pinned() or dst_staging.is_pinned())
+    if src_staging.is_cuda and not dst_staging.is_cuda:
+        torch.cuda.current_stream(src_staging.device).synchronize()  # the host may read it only once it landed
+    dst_kv[:, :, dst_ids] = dst_staging
+
+
 class HostBlockPool:
     """A second KV pool in host memory with the device pool's layout and dtype; pinned when the device is CUDA."""
 

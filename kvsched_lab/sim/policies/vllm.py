@@ -28,6 +28,18 @@ A request ends when the next one begins (`begin_request`) or at `end_request`. A
 chapter's ``schedule``) sees LRU. Sizes in bytes generalise step 2: a miss is skipped when the
 pinned bytes plus its own exceed the capacity, so no block is evicted for nothing.
 
+A prompt's partial last block (``input_length`` not a multiple of the block size) is never
+cached: vLLM hashes full blocks only (``FullAttentionManager.cache_blocks`` caches
+``num_tokens // block_size`` blocks). It still takes a pool block while the request runs
+(``allocate_new_blocks`` gives a request ``cdiv(num_tokens, block_size)`` blocks, new ones from
+the free queue's front, evicting what is cached there), and when the request ends that block,
+holding no hash, goes to the queue's *front* (``BlockPool.free_blocks``: ``prepend_n``), empty,
+to be taken first. ``hold_uncached(bytes_)`` models it after the request's last full block: it
+evicts the queue's front until the block fits and holds the room (``uncached_bytes``) until the
+request ends, when the room is simply free; ``replay_requests(..., uncached_tails=...)`` does the
+same for each request whose flag is true (`kvsched_lab.sim.replay` passes them for
+``metric="vllm-tokens"``).
+
 ``free`` is an `OrderedDict` (front = next victim) and ``pinned`` a dict in pin order: every
 step is O(1), like vLLM's intrusive doubly linked list.
 """
@@ -37,7 +49,7 @@ from collections import OrderedDict
 from typing import Dict, Hashable, Iterable, List, Optional, Sequence, Tuple
 
 from kvsched_lab.sim.events import ADD, EVICT, REUSE, SKIP
-from kvsched_lab.sim.policies.base import Policy, prefix_hits
+from kvsched_lab.sim.policies.base import Policy, gc_paused, prefix_hits
 
 
 class VLLMPolicy(Policy):
@@ -50,6 +62,7 @@ class VLLMPolicy(Policy):
         self.free: "OrderedDict[Hashable, None]" = OrderedDict()  # cached, unpinned; front evicted first
         self.pinned: Dict[Hashable, None] = {}  # the request in progress's cached blocks, in pin order
         self.pinned_bytes = 0
+        self.uncached_bytes = 0  # the request in progress's partial last block: held, never cached
 
     # -- requests ----------------------------------------------------------------------------
     def begin_request(self, hash_ids: Sequence[Hashable]) -> None:
@@ -64,6 +77,26 @@ class VLLMPolicy(Policy):
             free[key] = None
         self.pinned.clear()
         self.pinned_bytes = 0
+        self.uncached_bytes = 0
+
+    def hold_uncached(self, bytes_: int) -> bool:
+        """The request in progress takes a pool block it never caches (its partial last block).
+
+        Evicts the free queue's front until `bytes_` more fit, then holds them until the request
+        ends. Returns False, holding nothing, when every cached block is pinned (the replay's
+        simplification for a prompt longer than the cache, as for a skipped block).
+        """
+        self._check_size(bytes_)
+        if self.pinned_bytes + self.uncached_bytes + bytes_ > self.capacity_bytes:
+            return False
+        while self.current_bytes + self.uncached_bytes + bytes_ > self.capacity_bytes:
+            key = self.victim()
+            size = self.entries.pop(key)
+            self.current_bytes -= size
+            self.on_evict(key, size)
+            self.log.emit(EVICT, key)
+        self.uncached_bytes += bytes_
+        return True
 
     def touch(self, prefix: Hashable, bytes_: int) -> None:
         """Use `prefix` as a one-block request of its own (inside a request: `touch_in_request`)."""
@@ -73,6 +106,9 @@ class VLLMPolicy(Policy):
         self.end_request()
 
     def touch_in_request(self, prefix: Hashable, bytes_: int, depth: int, last: bool) -> None:
+        if self.uncached_bytes:
+            raise ValueError("the request already holds its partial last block (hold_uncached): "
+                             "touch its full blocks first, or begin the next request")
         Policy.touch(self, prefix, bytes_)
 
     # -- the hooks -------------------------------------------------------------------------------
@@ -101,11 +137,27 @@ class VLLMPolicy(Policy):
         return [(k, entries[k], "pinned") for k in self.pinned] + [(k, entries[k], "free") for k in reversed(self.free)]
 
     # -- the replay fast path: begin_request and touch_in_request, inlined -------------------------
-    def _replay(self, hash_id_lists: Iterable[Sequence[Hashable]], bytes_: int) -> List[int]:
+    def replay_requests(self, hash_id_lists: Iterable[Sequence[Hashable]], bytes_: int,
+                        uncached_tails: Optional[Sequence[bool]] = None) -> List[int]:
+        """`Policy.replay_requests`; request ``i`` also holds a partial last block (`hold_uncached`)
+        after its full blocks when ``uncached_tails[i]`` is true (one flag per request)."""
+        if uncached_tails is None:
+            return super().replay_requests(hash_id_lists, bytes_)
+        self._check_size(bytes_)
+        hash_id_lists = list(hash_id_lists)
+        if len(uncached_tails) != len(hash_id_lists):
+            raise ValueError(f"uncached_tails has {len(uncached_tails)} flags for {len(hash_id_lists)} requests")
+        with gc_paused():
+            return self._replay(hash_id_lists, bytes_, uncached_tails)
+
+    def _replay(self, hash_id_lists: Iterable[Sequence[Hashable]], bytes_: int,
+                uncached_tails: Optional[Sequence[bool]] = None) -> List[int]:
         entries, free, pinned = self.entries, self.free, self.pinned
         pop_front, emit = free.popitem, self.log.append_event
         add, evict, reuse, skip = ADD, EVICT, REUSE, SKIP
         cap, cur, hits, time, pinned_bytes = self.capacity_bytes, self.current_bytes, self.hits, self.time, self.pinned_bytes
+        uncached = self.uncached_bytes
+        tails = iter(uncached_tails) if uncached_tails is not None else None
         contains = entries.__contains__
         out: List[int] = []
         try:
@@ -115,7 +167,7 @@ class VLLMPolicy(Policy):
                 for key in reversed(pinned):  # the previous request ends
                     free[key] = None
                 pinned.clear()
-                pinned_bytes = 0
+                pinned_bytes = uncached = 0
                 for key in ids:
                     time += 1
                     if key in entries:
@@ -138,6 +190,13 @@ class VLLMPolicy(Policy):
                     pinned[key] = None
                     pinned_bytes += bytes_
                     emit((add, key))
+                if tails is not None and next(tails) and pinned_bytes + bytes_ <= cap:  # hold_uncached
+                    while cur + bytes_ > cap:
+                        old = pop_front(False)[0]
+                        cur -= entries.pop(old)
+                        emit((evict, old))
+                    uncached = bytes_
         finally:  # keep the counters true even if the replay is interrupted
             self.current_bytes, self.hits, self.time, self.pinned_bytes = cur, hits, time, pinned_bytes
+            self.uncached_bytes = uncached
         return out

@@ -4,7 +4,8 @@ Sections (each a key of the JSON report, each a table of the markdown report):
 
 1. ``speed``: touches per second of every library policy and of the reference scheduler
    (``solutions.KVCacheSchedulerSim`` through `replay`, whose generic path it takes) on the Mooncake
-   conversation trace at 8,000 blocks; runs interleaved, median of several, GC paused for all.
+   conversation trace at 8,000 blocks; runs interleaved, median of several, GC paused for all, each
+   timed in CPU seconds (other work on a shared machine does not count), libCacheSim's C loop too.
 2. ``heap``: heap records per live entry at the end of that replay (reference, seed, seed-compact,
    gdsf, lfu, belady).
 3. ``real_kv``: tiny-model prefill time with a cached prefix over full prefill time, at 50% and 90%

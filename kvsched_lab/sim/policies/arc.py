@@ -22,7 +22,7 @@ from __future__ import annotations
 from collections import OrderedDict
 from typing import Hashable, Iterable, List, Optional, Sequence, Tuple
 
-from kvsched_lab.sim.events import ADD, EVICT, REUSE
+from kvsched_lab.sim.events import ADD, EVICT, REUSE, SKIP
 from kvsched_lab.sim.policies.base import Policy, prefix_hits
 
 
@@ -112,25 +112,44 @@ class ARCPolicy(Policy):
             (k, "t1", b) for k, b in reversed(self.t1.items())
         ]
 
+    # arc-prefix (arc_prefix.py) replays through the loop below with both of its rules on.
+    prefix_rules = False  # refresh the previous request's blocks tail first; bypass a prompt's last block
+
+    def _refresh_tail_first(self, ids: Sequence[Hashable]) -> None:
+        """arc-prefix's rule 1: the finished request `ids`, cached blocks refreshed tail to head."""
+        t1, t2 = self.t1, self.t2
+        for key in reversed(ids):
+            if key in t1:
+                t1.move_to_end(key)
+            elif key in t2:
+                t2.move_to_end(key)
+
     def _replay(self, hash_id_lists: Iterable[Sequence[Hashable]], bytes_: int) -> List[int]:
         # The loop below is the hooks inlined for blocks of one size, as replays have: then B1 and
         # B2 lose at most one ghost per miss and the cache at most one block (the module
         # docstring), so each `while` of the hooks is an `if`. Mixed sizes left by earlier
-        # touches take the hooks.
+        # touches take the hooks. With `prefix_rules` it is arc-prefix's `begin_request` and
+        # `touch_in_request` inlined too.
         lists = (self.t1, self.t2, self.b1, self.b2)
         if any(size != bytes_ for part in lists for size in part.values()):
-            return super()._replay(hash_id_lists, bytes_)
+            return Policy._replay(self, hash_id_lists, bytes_)
         entries, t1, t2, b1, b2 = self.entries, *lists
         contains = entries.__contains__
         oldest_t2, forget_b1, forget_b2, refresh = t2.popitem, b1.popitem, b2.popitem, t2.move_to_end
         emit = self.log.append_event
-        add, evict, reuse = ADD, EVICT, REUSE  # locals: faster than globals in the loop
+        add, evict, reuse, skip = ADD, EVICT, REUSE, SKIP  # locals: faster than globals in the loop
         c, cur, hits, time, p = self.capacity_bytes, self.current_bytes, self.hits, self.time, self.p
         t1_bytes, t2_bytes, b1_bytes, b2_bytes = self.t1_bytes, self.t2_bytes, self.b1_bytes, self.b2_bytes
+        prefix_rules, refresh_tail_first = self.prefix_rules, self._refresh_tail_first
+        last_time = 0  # the touch clock at the prompt's last block, bypassed on a miss (0: none)
         out: List[int] = []
         try:
             for ids in hash_id_lists:
                 out.append(prefix_hits(contains, ids))
+                if prefix_rules:
+                    refresh_tail_first(self.finished)
+                    self.finished = tuple(ids)
+                    last_time = time + len(ids) if len(ids) > 1 else 0
                 for key in ids:
                     time += 1
                     if key in entries:  # case I
@@ -143,6 +162,9 @@ class ARCPolicy(Policy):
                         else:
                             refresh(key)
                         emit((reuse, key))
+                        continue
+                    if time == last_time:  # arc-prefix: a prompt's missed last block is not cached
+                        emit((skip, key))
                         continue
                     if key in b1:  # case II
                         p = min(c, p + max(b2_bytes / b1_bytes, 1) * bytes_)

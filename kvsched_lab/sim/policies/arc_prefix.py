@@ -20,20 +20,21 @@ What the prefix structure changes, measured in docs/policy-notes.md: the order i
 request's blocks leave, and which blocks enter at all; ARC's split between recency and frequency
 is learned as before. Request structure comes from ``touch(key, bytes_, depth=d, last=...)``
 (`PromptAwarePolicy`) and `begin_request`; a plain ``touch(key, bytes_)`` is ARC's.
-This policy replays through the hooks (ARC's inlined loop knows neither rule).
+ARC's inlined replay loop applies both rules (``prefix_rules``).
 """
 from __future__ import annotations
 
-from typing import Hashable, Iterable, List, Optional, Sequence
+from typing import Hashable, Optional, Sequence
 
 from kvsched_lab.sim.policies.arc import ARCPolicy
-from kvsched_lab.sim.policies.base import Policy, PromptAwarePolicy
+from kvsched_lab.sim.policies.base import PromptAwarePolicy
 
 
 class PrefixARCPolicy(PromptAwarePolicy, ARCPolicy):
     """ARC with a request's blocks refreshed tail first when it ends, and prompts' last blocks bypassed."""
 
     name = "arc-prefix"
+    prefix_rules = True  # ARC's replay loop applies both rules (arc.py)
 
     def __init__(self, capacity_bytes: int, *, future: Optional[Sequence[Hashable]] = None) -> None:
         super().__init__(capacity_bytes, future=future)
@@ -41,12 +42,7 @@ class PrefixARCPolicy(PromptAwarePolicy, ARCPolicy):
         self._last = False  # the block being touched is its prompt's last (bypassed on a miss)
 
     def begin_request(self, hash_ids: Sequence[Hashable]) -> None:
-        t1, t2 = self.t1, self.t2
-        for key in reversed(self.finished):  # the previous request ended: its head becomes the newest
-            if key in t1:
-                t1.move_to_end(key)
-            elif key in t2:
-                t2.move_to_end(key)
+        self._refresh_tail_first(self.finished)  # the previous request ended: its head becomes the newest
         self.finished = tuple(hash_ids)
 
     def _start_block(self, depth: int, last: bool) -> None:
@@ -56,6 +52,3 @@ class PrefixARCPolicy(PromptAwarePolicy, ARCPolicy):
         if self._last:
             return False
         return super().on_miss(key, size)
-
-    def _replay(self, hash_id_lists: Iterable[Sequence[Hashable]], bytes_: int) -> List[int]:
-        return Policy._replay(self, hash_id_lists, bytes_)

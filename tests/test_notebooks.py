@@ -48,7 +48,7 @@ from kvsched_lab.course.todos import (
     PRACTICE_FUNCTIONS, fill_todos, load_method, load_practice, practice_reference_sources, reference_sources,
     tagged_cells, todo_sources,
 )
-from kvsched_lab.notebook_files import cell_source, read_notebook, write_notebook
+from kvsched_lab.notebook_files import NOTEBOOK_METADATA, cell_source, notebook_text, read_notebook, write_notebook
 
 ROOT = Path(__file__).resolve().parents[1]
 # Exception text of the chapter's given code, shown as is in both editions (see the zh-output test).
@@ -379,6 +379,10 @@ def test_each_notebook_that_reads_saved_answers_runs_as_shipped_somewhere():
 def test_notebook_is_committed_clean(path):
     nb = read_notebook(path)
     assert nb["nbformat"] == 4 and nb["metadata"]["kernelspec"]["name"] == "python3"
+    # Before: kernelspec "Python 3" and language_info {"name": "python"}, which JupyterLab rewrites
+    # as the kernel starts, so every notebook showed as modified the moment it opened.
+    assert {k: nb["metadata"].get(k) for k in NOTEBOOK_METADATA} == NOTEBOOK_METADATA
+    assert path.read_text(encoding="utf-8") == notebook_text(nb), "not laid out as JupyterLab saves it"
     for cell in code_cells(nb):
         assert cell.get("outputs") == [] and cell.get("execution_count") is None, cell_source(cell)[:80]
 

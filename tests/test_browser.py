@@ -230,3 +230,41 @@ def test_each_explorer_figure_is_drawn_on_first_render_and_after_the_slider():
                                                       ("after the slider", FIGURES_AFTER_SLIDER))
              for name, colours in figures.items() if colours <= 20]
     assert not blank, f"blank figure: {blank}"
+
+
+# In the page: whether the open notebook has unsaved changes, and the metadata JupyterLab holds.
+DIRTY_JS = """
+const nb = window.jupyterapp && window.jupyterapp.shell.currentWidget;
+if (!nb || !nb.context || !nb.context.model) return null;
+return {dirty: nb.context.model.dirty, metadata: nb.context.model.toJSON().metadata};
+"""
+
+
+@pytest.mark.parametrize("folder", ["notebooks", "notebooks/zh"])
+def test_a_notebook_opened_and_saved_in_jupyterlab_is_unchanged(lab, browser, folder):
+    """Before: JupyterLab rewrote kernelspec.display_name and language_info as the kernel started,
+    so every notebook showed unsaved changes the moment it opened, and saving it changed the file
+    (that metadata, key order, sources split into lines). Needs the kernel's Python to be the one
+    the notebooks name (kvsched_lab/notebook_files.py): JupyterLab writes its exact version."""
+    import json
+    import platform
+
+    from kvsched_lab.notebook_files import NOTEBOOK_METADATA
+
+    wanted = NOTEBOOK_METADATA["language_info"]["version"]
+    if platform.python_version() != wanted:
+        pytest.skip(f"the kernel runs Python {platform.python_version()}; the notebooks name {wanted}")
+    base, token, work = lab
+    path = sorted((ROOT / folder).glob("0*.ipynb"))[0]
+    name = ("zh__" if folder.endswith("zh") else "en__") + path.name
+    shutil.copyfile(path, work / name)  # as shipped: clean, nothing run
+    browser.get(f"{base}/lab/tree/{name}?token={token}&reset")
+    wait_for(lambda: (browser.execute_script(BUSY_JS) or {}).get("status") == "idle", 90, f"{name}'s kernel")
+    time.sleep(3.0)  # the kernel's info reply has reached the model by now
+    state = browser.execute_script(DIRTY_JS)
+    browser.save_screenshot(str(SHOTS / f"opened-{name}.png"))
+    assert state and state["dirty"] is False, json.dumps(state)
+    before = (work / name).stat().st_mtime_ns
+    browser.execute_script("window.jupyterapp.commands.execute('docmanager:save');")
+    wait_for(lambda: (work / name).stat().st_mtime_ns != before, 30, f"{name} to be saved")
+    assert (work / name).read_bytes() == path.read_bytes()

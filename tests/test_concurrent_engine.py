@@ -225,6 +225,9 @@ def test_run_concurrent_on_trace_requests_reports_every_figure(monkeypatch):
     zh = report.summary_text().splitlines()
     assert len(zh) == len(s) and all(re.search(r"[\u4e00-\u9fff]", line) for line in zh)
     assert len(value_columns(lines)) == 1 and len(value_columns(zh)) == 1
+    # the rows a notebook shows as a table (notebook 08): the same figures, labels in Chinese
+    rows = report.summary_rows()
+    assert rows[1][0] == "完成的请求数" and [v for _label, v in rows] == [line.split()[-1] for line in zh]
     with pytest.raises(ValueError, match="check"):
         run_concurrent(trace, ConcurrentConfig(num_blocks=16), model=MODEL, check="some")
 

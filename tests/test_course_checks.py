@@ -451,6 +451,24 @@ def test_reveal_with_solutions(capsys):
     assert "def _score(self" in out
 
 
+@pytest.mark.parametrize("name", ["score", "stale", "aging", "tier_choice", "admission"])
+def test_reveal_prints_the_references_comments_in_the_learners_language(name, monkeypatch, capsys):
+    """Before: the zh edition printed the reference's comments in English. Only comments change:
+    the code after them is the reference's, character for character."""
+    from kvsched_lab.course.todos import practice_reference_sources, reference_sources
+
+    source = {**reference_sources(optional=True), **practice_reference_sources()}[name]
+    monkeypatch.setenv(LANG_ENV, "zh")
+    lab.reveal(name)
+    shown = capsys.readouterr().out
+    comments = [line.split("#", 1)[1].strip() for line in source.splitlines() if "#" in line]
+    assert comments, name
+    for comment in comments:
+        assert comment not in shown and f"# {catalogue('zh')[comment]}" in shown, (name, comment)
+    code = [line.split("#", 1)[0].rstrip() for line in source.splitlines()]
+    assert [line.split("#", 1)[0].rstrip() for line in shown.split("\n\n", 1)[1].splitlines()][:len(code)] == code
+
+
 def test_reveal_without_solutions(monkeypatch, capsys):
     monkeypatch.setitem(sys.modules, "solutions", None)  # import solutions -> ImportError
     lab.reveal("stale")

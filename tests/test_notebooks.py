@@ -48,7 +48,7 @@ from kvsched_lab.course.todos import (
     PRACTICE_FUNCTIONS, fill_todos, load_method, load_practice, practice_reference_sources, reference_sources,
     tagged_cells, todo_sources,
 )
-from kvsched_lab.notebook_files import cell_source, read_notebook, write_notebook
+from kvsched_lab.notebook_files import NOTEBOOK_METADATA, cell_source, notebook_text, read_notebook, write_notebook
 
 ROOT = Path(__file__).resolve().parents[1]
 # Exception text of the chapter's given code, shown as is in both editions (see the zh-output test).
@@ -382,6 +382,10 @@ def test_each_notebook_that_reads_saved_answers_runs_as_shipped_somewhere():
 def test_notebook_is_committed_clean(path):
     nb = read_notebook(path)
     assert nb["nbformat"] == 4 and nb["metadata"]["kernelspec"]["name"] == "python3"
+    # Before: kernelspec "Python 3" and language_info {"name": "python"}, which JupyterLab rewrites
+    # as the kernel starts, so every notebook showed as modified the moment it opened.
+    assert {k: nb["metadata"].get(k) for k in NOTEBOOK_METADATA} == NOTEBOOK_METADATA
+    assert path.read_text(encoding="utf-8") == notebook_text(nb), "not laid out as JupyterLab saves it"
     for cell in code_cells(nb):
         assert cell.get("outputs") == [] and cell.get("execution_count") is None, cell_source(cell)[:80]
 
@@ -512,21 +516,28 @@ def test_no_print_puts_a_space_before_closing_punctuation(path):
 
 
 @pytest.mark.parametrize("folder", ["notebooks", "notebooks/zh"])
-def test_notebook_09_breakeven_table_rows_line_up_with_their_header(folder):
-    """Notebook 09's break-even table (cell nb09-19, pure arithmetic): every row as wide as its header."""
+def test_notebook_09_breakeven_table_is_shown_as_a_table(folder):
+    """Notebook 09's break-even table (cell nb09-19, pure arithmetic) is displayed as a real table
+    (HTML in Jupyter and Colab, where padded text drifts under Chinese glyphs): a row per model,
+    as many cells as headers, the numbers right-aligned; its plain text still lines up."""
     import contextlib
     import io
 
     import kvsched_lab.course as lab
     from kvsched_lab.i18n.width import display_width
+    from kvsched_lab.kv.tiers.breakeven import LINKS, breakeven_table
 
     nb = read_notebook(next((ROOT / folder).glob("09_*.ipynb")))
     source = next(cell_source(c) for c in nb["cells"] if c.get("id") == "nb09-19")
-    shown = io.StringIO()
-    with contextlib.redirect_stdout(shown):
-        exec(source, {"lab": lab})
-    from kvsched_lab.kv.tiers.breakeven import breakeven_table
-
-    # the table (a header, a row per model), then one sentence with the causal count's break-evens
-    header, *rows = shown.getvalue().splitlines()[: 1 + len(breakeven_table("H100 SXM"))]
-    assert rows and {display_width(r) for r in rows} == {display_width(header)}, [header] + rows
+    shown = []
+    with contextlib.redirect_stdout(io.StringIO()):
+        exec(source, {"lab": lab, "display": shown.append})
+    tables = [t for t in shown if isinstance(t, lab.Table)]
+    assert len(tables) == 1, shown
+    table = tables[0]
+    assert len(table.headers) == 4 + len(LINKS) and len(table.rows) == len(breakeven_table("H100 SXM"))
+    assert table.numeric == (False,) + (True,) * (3 + len(LINKS))  # model names left, every number right
+    html = table._repr_html_()
+    assert html.count("<tr>") == 1 + len(table.rows) and 'style="text-align:right">' in html
+    header, *rows = table.to_text().splitlines()
+    assert {display_width(r) for r in rows} == {display_width(header)}, [header] + rows

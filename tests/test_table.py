@@ -1,7 +1,11 @@
-"""`lab.row`: printed table lines that stay aligned when a header is Chinese."""
+"""`lab.table`: notebook tables shown as real tables; `lab.row`/`lab.pad`: plain-text lines that stay aligned when a header is Chinese."""
+import json
+import re
+from pathlib import Path
+
 import pytest
 
-from kvsched_lab.course.table import pad, row, yes_no
+from kvsched_lab.course.table import Table, pad, row, table, yes_no
 from kvsched_lab.i18n.width import display_width
 
 
@@ -52,3 +56,52 @@ def test_a_printed_flag_reads_yes_or_no_in_the_readers_language(monkeypatch):
                 if cell["cell_type"] == "code":  # a bool field in an f-string prints True / False in any language
                     for flag in ("match']}", "!s:", "identical']}", "exact']}", "'pinned' if"):
                         assert flag not in src, (path.name, flag)
+
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def test_a_table_renders_as_html_with_numbers_right_and_text_left(monkeypatch):
+    from kvsched_lab.i18n import LANG_ENV
+
+    monkeypatch.setenv(LANG_ENV, "zh")
+    t = table([["lru", "12.5%", 1234, True], ["你的调度器", "-3.0%", 5, False], ["arc", "", 7, True]],
+              headers=["策略", "命中率", "块", "一致"], note="块：8,000 个中的")
+    assert t.numeric == (False, True, True, False)  # an empty cell does not make a column text
+    assert t.rows[0] == ("lru", "12.5%", "1,234", "是") and t.rows[1][3] == "否"
+    html = t._repr_html_()
+    assert '<th style="text-align:left">策略</th><th style="text-align:right">命中率</th>' in html
+    assert '<td style="text-align:right">1,234</td>' in html and "<small>块：8,000 个中的</small>" in html
+    lines = t.to_text().splitlines()
+    assert lines[-1] == "块：8,000 个中的" and repr(t) == str(t) == t.to_text()
+    # the plain text (nbval, a terminal) lines up by display width: the numbers' right edges agree
+    ends = {display_width(line[: line.index(num) + len(num)]) for line, num in zip(lines[1:3], ("12.5%", "-3.0%"))}
+    assert len(ends) == 1
+
+
+def test_a_cell_is_shown_as_text_never_as_html():
+    """A learner's policy name is data: `<b>` or `&` in a cell stays visible text."""
+    html = table([["<b>mine</b> & co", "1"]], headers=["policy", "n"])._repr_html_()
+    assert "&lt;b&gt;mine&lt;/b&gt; &amp; co" in html and "<b>" not in html
+
+
+def test_a_row_of_the_wrong_length_names_itself():
+    with pytest.raises(ValueError, match="row 2 has 1 cells but there are 2 headers"):
+        table([["a", "1"], ["b"]], headers=["x", "y"])
+    assert table([], headers=["x", "y"]).numeric == (False, False)
+
+
+def test_no_notebook_prints_a_table_padded_with_spaces():
+    """Before: 25 cells of notebooks 01-10 printed their tables with lab.row / lab.pad or f-string
+    widths, and in a browser the Chinese columns drifted (up to 8 columns in zh/08). Each now
+    shows `display(lab.table(...))`, in both editions."""
+    step_log = {"nb04-08"}  # the chapter's step-by-step log, not a table: ASCII event names only
+    padded = re.compile(r"lab\.(row|pad)\(|\{[^{}]*:[<>^]\d+[^{}]*\}")
+    found = []
+    for path in sorted((ROOT / "notebooks").glob("*.ipynb")) + sorted((ROOT / "notebooks" / "zh").glob("*.ipynb")):
+        for cell in json.loads(path.read_text(encoding="utf-8"))["cells"]:
+            src = "".join(cell["source"])
+            if cell["cell_type"] == "code" and cell.get("id") not in step_log and (lines := [l for l in src.splitlines() if padded.search(l)]):
+                found.append((path.relative_to(ROOT).as_posix(), cell.get("id"), lines[0].strip()[:70]))
+    assert found == [], found
+    assert any("display(lab.table(" in p.read_text(encoding="utf-8") for p in (ROOT / "notebooks" / "zh").glob("*.ipynb"))

@@ -13,8 +13,9 @@
 - ``lab.status()``, ``lab.load_answers()``, ``lab.save_answer(name, fn)``, ``lab.answers_dir()``.
 - ``lab.set_language("zh")``: messages and figures in Chinese from now on (default:
   ``$KVSCHED_LANG``, else English); ``lab.get_language()`` says which is in use.
-- ``lab.row(cells, widths)``: one aligned line of a printed table (Chinese headers included);
-  ``lab.pad(text, width)``: one such cell inside an f-string (a row label the zh edition translates).
+- ``display(lab.table(rows, headers=[...]))``: a table, rendered as one in Jupyter and Colab
+  (aligned in both editions), aligned plain text elsewhere; ``lab.yes_no(flag)``: 是 / 否 in zh.
+  ``lab.row(cells, widths)`` and ``lab.pad(text, width)`` pad a plain-text line by on-screen width.
 - ``lab.download_answers()``, ``lab.upload_answers()``, ``lab.use_drive()``: answers across Colab
   machines; ``lab.report_setup(...)`` is the setup cell's last line.
 
@@ -24,7 +25,7 @@ aging TODO), practice.py (the practice TODOs' checks: notebook 08's, notebook 09
 practice_base.py holds what they share), hints.py (four hint
 tiers, `reveal`), answers.py and answers_io.py (the answers folder; Colab downloads and Drive),
 predict.py (predict, then run), setup_cell.py (every notebook's first cell), todos.py (finding,
-filling and loading TODO cells), widgets.py and plots.py (the notebooks' widgets and figures), table.py (`lab.row`, `lab.pad`, `lab.yes_no`),
+filling and loading TODO cells), widgets.py and plots.py (the notebooks' widgets and figures), table.py (`lab.table`, `lab.row`, `lab.pad`, `lab.yes_no`),
 leaderboard.py (policies ranked by the share of the LRU-to-Belady gap closed) and challenge.py
 (notebook 07's public and private scores). The course builds on the scheduling lab and the KV machinery, never on grading.
 """
@@ -40,7 +41,7 @@ from kvsched_lab.course.answers_io import download_answers, upload_answers, use_
 from kvsched_lab.course.checks import NOTEBOOK_OF, TODO_NAMES, CheckFailed, NotAttempted, Result, grade
 from kvsched_lab.course.hints import hint, hint_reset, reveal
 from kvsched_lab.course.predict import compare_prediction
-from kvsched_lab.course.table import pad, row, yes_no
+from kvsched_lab.course.table import Table, pad, row, table, yes_no
 from kvsched_lab.i18n import _, get_language
 from kvsched_lab.i18n import set_language as _set_message_language
 from kvsched_lab.i18n.fonts import use_figure_language
@@ -88,5 +89,5 @@ __all__ = [
     "answer_status", "answers_dir", "check", "compare_prediction", "download_answers", "fallback_scheduler",
     "get_language", "grade", "hint", "hint_reset", "is_chapter_scheduler", "pad", "report_setup", "row",
     "set_language", "load_answers", "my_scheduler", "needs_chapter", "reveal", "save_answer", "scheduler_source",
-    "show_scheduler", "status", "upload_answers", "use_drive", "yes_no",
+    "show_scheduler", "status", "Table", "table", "upload_answers", "use_drive", "yes_no",
 ]

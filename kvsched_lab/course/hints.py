@@ -218,4 +218,19 @@ def reveal(name: str) -> None:
         return
     print(_("🔓 {name}: the reference method (its TODO lives in notebook {notebook}):", name=name,
             notebook=PRACTICE_NOTEBOOK_OF.get(name) or NOTEBOOK_OF[name]) + "\n")
-    print(source)
+    print(_comments_translated(source))
+
+
+def _comments_translated(source: str) -> str:
+    """`source` with each comment in the reader's language (the runtime catalogue holds the
+    reference's comments, see `kvsched_lab.i18n.catalogue.comment_messages`); code untouched."""
+    import io
+    import tokenize
+
+    lines = source.splitlines(keepends=True)
+    comments = [t for t in tokenize.generate_tokens(io.StringIO(source).readline) if t.type == tokenize.COMMENT]
+    for tok in reversed(comments):  # from the end, so earlier columns stay valid
+        row, col = tok.start
+        line = lines[row - 1]
+        lines[row - 1] = line[:col] + "# " + _(tok.string[1:].strip()) + line[tok.end[1]:]
+    return "".join(lines)

@@ -1,6 +1,8 @@
 """Keeping the runtime catalogue (``kvsched_lab/i18n/zh_CN.po``) in step with the source.
 
-`extract` finds every ``_("...")`` and ``N_("...")`` literal in the package; `update_catalogue`
+`extract` finds every ``_("...")`` and ``N_("...")`` literal in the package, and the comments
+inside the reference's functions (``solutions/``, printed by ``lab.reveal`` with each comment
+translated: `comment_messages`); `update_catalogue`
 adds the new ones (untranslated) and marks the ones no longer used obsolete (kept at the end as
 ``#~`` lines, where a translator finds the old Chinese of a reworded message). References name
 files, not lines, so moving code does not rewrite the catalogue.
@@ -8,6 +10,8 @@ files, not lines, so moving code does not rewrite the catalogue.
 from __future__ import annotations
 
 import ast
+import io
+import tokenize
 from pathlib import Path
 from typing import Dict, List, Optional, Tuple
 
@@ -16,6 +20,14 @@ from kvsched_lab.i18n.po_files import FUZZY, load_po, new_po, polib_module
 
 PACKAGE_DIR = CATALOGUE_DIR.parent
 MARKERS = ("_", "N_")
+
+
+def comment_messages(source: str) -> List[Tuple[str, int]]:
+    """``[(text, line)]`` of the comments on indented lines of `source` (inside a function, the
+    part ``lab.reveal`` prints), each without its ``#`` and surrounding blanks."""
+    return [(tok.string[1:].strip(), tok.start[0])
+            for tok in tokenize.generate_tokens(io.StringIO(source).readline)
+            if tok.type == tokenize.COMMENT and tok.line[:1].isspace()]
 
 
 def extract(package_dir: Path = PACKAGE_DIR) -> Dict[str, List[str]]:
@@ -32,6 +44,10 @@ def extract(package_dir: Path = PACKAGE_DIR) -> Dict[str, List[str]]:
                     and node.args and isinstance(node.args[0], ast.Constant) and isinstance(node.args[0].value, str)):
                 where = f"{path.relative_to(package_dir.parent).as_posix()}:{node.lineno}"
                 found.setdefault(node.args[0].value, []).append(where)
+    revealed = package_dir.parent / "solutions"  # the instructor's reference: absent from the student release
+    for path in sorted(revealed.glob("*.py")) if revealed.is_dir() else []:
+        for text, line in comment_messages(path.read_text(encoding="utf-8")):
+            found.setdefault(text, []).append(f"{path.relative_to(package_dir.parent).as_posix()}:{line}")
     return found
 
 

@@ -132,8 +132,9 @@ class ConcurrentReport:
         """The scalar figures (no per-step series)."""
         return {k: v for k, v in vars(self).items() if not isinstance(v, list)}
 
-    def summary_text(self) -> str:
-        """`summary` as aligned lines, each figure named in the learner's language (`SUMMARY_LABELS`)."""
+    def summary_rows(self) -> List[Tuple[str, str]]:
+        """`summary` as ``(figure, value)`` rows, each figure named in the learner's language
+        (`SUMMARY_LABELS`); a notebook shows them with ``display(lab.table(rows, headers=...))``."""
         rows = []
         for key, value in self.summary().items():
             if isinstance(value, bool) or value is None:
@@ -141,6 +142,11 @@ class ConcurrentReport:
             else:
                 shown = f"{value:.4g}" if isinstance(value, float) else str(value)
             rows.append((_(SUMMARY_LABELS[key]), shown))
+        return rows
+
+    def summary_text(self) -> str:
+        """`summary_rows` as aligned lines (padded by on-screen width), for a terminal."""
+        rows = self.summary_rows()
         width = max(display_width(label) for label, _value in rows) + 2
         return "\n".join(label + " " * (width - display_width(label)) + shown for label, shown in rows)
 

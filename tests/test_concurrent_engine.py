@@ -217,7 +217,7 @@ def test_run_concurrent_on_trace_requests_reports_every_figure(monkeypatch):
     def value_columns(lines):
         return {display_width(line) - display_width(line.split()[-1]) for line in lines}
 
-    from kvsched_lab.kv.concurrent import SUMMARY_LABELS
+    from kvsched_lab.kv.concurrent_report import SUMMARY_LABELS
     assert set(s) <= set(SUMMARY_LABELS), "a new figure of the report needs its label"
     lines = report.summary_text().splitlines()
     assert len(lines) == len(s) and lines[1].startswith("requests finished") and lines[1].endswith(" 8")

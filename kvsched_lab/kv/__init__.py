@@ -12,7 +12,8 @@
 - block_manager.py: `RefCountedBlockManager` (reference counts, the prefix cache and vLLM's
   free-block queue); concurrent.py: `ConcurrentEngine`, several requests prefilled (in chunks,
   under a per-step token budget) and decoded at once, the blocks of running requests pinned,
-  preemption when a step runs out of blocks; waiting_queue.py: its `WaitingQueue` (arrivals over
+  preemption when a step runs out of blocks; concurrent_report.py: its `ConcurrentReport`;
+  waiting_queue.py: its `WaitingQueue` (arrivals over
   time, vLLM's fcfs and priority orders and preemption victims); serving_run.py: `serve_on_real_kv`,
   notebook 10's service classes through that engine, each class's TTFT in engine steps.
 - tiers/: KV blocks in device, host and disk tiers (notebook 09): `HostBlockPool` (pinned on CUDA)
@@ -32,7 +33,7 @@ from typing import Any
 # public name -> module of this folder that defines it
 _LAZY = {
     "RefCountedBlockManager": "block_manager",
-    "ConcurrentConfig": "concurrent", "ConcurrentEngine": "concurrent", "ConcurrentReport": "concurrent",
+    "ConcurrentConfig": "concurrent", "ConcurrentEngine": "concurrent", "ConcurrentReport": "concurrent_report",
     "run_concurrent": "concurrent",
 }
 

@@ -19,7 +19,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Dict, List, Optional
 
-from kvsched_lab.kv.concurrent import ConcurrentConfig, ConcurrentEngine, ConcurrentReport
+from kvsched_lab.kv.concurrent import ConcurrentConfig, ConcurrentEngine
+from kvsched_lab.kv.concurrent_report import ConcurrentReport
 from kvsched_lab.kv.engine import block_id_tokens
 from kvsched_lab.kv.model import TinyDecoder
 from kvsched_lab.sim.serving.tenants import Workload

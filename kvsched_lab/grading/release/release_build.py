@@ -56,7 +56,7 @@ _REPO_TEST_TARGET = (
     '# grading tests leave a third of two cores idle while sandboxes start and stop; the other fills it.\n'
     'TEST_WORKERS ?= 2\n'
     'test: setup system-deps crosscheck-deps\n'
-    '\t$(BIN)/python -m pytest tests -n $(TEST_WORKERS) --dist loadfile\n'
+    '\t$(BIN)/python -m pytest tests -n $(TEST_WORKERS) --dist loadfile --no-loadscope-reorder\n'
 )
 _STUDENT_TARGETS = """check: setup
 \t$(BIN)/python -m kvsched_lab.cli.selfcheck notebooks

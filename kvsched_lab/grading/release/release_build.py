@@ -54,6 +54,7 @@ _REPO_TEST_TARGET = (
     '\n'
     '# Two workers, each taking whole test files (a file\'s module fixtures run once). Run alone, the\n'
     '# grading tests leave a third of two cores idle while sandboxes start and stop; the other fills it.\n'
+    "# Files are handed out in the suite's own order, longest first (tests/conftest.py), not xdist's.\n"
     'TEST_WORKERS ?= 2\n'
     'test: setup system-deps crosscheck-deps\n'
     '\t$(BIN)/python -m pytest tests -n $(TEST_WORKERS) --dist loadfile --no-loadscope-reorder\n'

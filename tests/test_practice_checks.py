@@ -205,20 +205,27 @@ def test_tier_choice_wrong_answers_fail_with_a_message_that_names_the_problem(fn
     test_wrong_answers_fail_with_a_message_that_names_the_problem("tier_choice", fn, message, lang, monkeypatch)
 
 
-def test_tier_choice_hints_quote_the_check_and_speak_both_languages(tmp_path, monkeypatch, capsys):
+def _assert_hints_quote_the_check(name: str, check_file: str) -> None:
+    """Tier 3 of `name`'s hints quotes at least three of its check's messages (as written in
+    `check_file`), and every tier is in the runtime catalogue."""
     import re
     from pathlib import Path
 
-    import kvsched_lab.course as lab
     from kvsched_lab.course.hints import PRACTICE_HINTS
     from kvsched_lab.i18n.catalogue import extract
 
-    source = (Path(__file__).resolve().parents[1] / "kvsched_lab" / "course" / "practice_tiers.py").read_text()
+    source = (Path(__file__).resolve().parents[1] / "kvsched_lab" / "course" / check_file).read_text()
     source = re.sub(r"[\"']\s*\n\s*f?[\"']", "", source)  # adjacent literals joined, as Python does
-    tiers = PRACTICE_HINTS["tier_choice"]
+    tiers = PRACTICE_HINTS[name]
     quotes = re.findall(r"“([^”]+)”", tiers[2])
     assert len(quotes) >= 3 and all(q in source for q in quotes)
-    assert all(k in extract() for k in tiers)  # every tier is in the runtime catalogue
+    assert all(k in extract() for k in tiers)
+
+
+def test_tier_choice_hints_quote_the_check_and_speak_both_languages(tmp_path, monkeypatch, capsys):
+    import kvsched_lab.course as lab
+
+    _assert_hints_quote_the_check("tier_choice", "practice_tiers.py")
     monkeypatch.setenv(lab.ANSWERS_ENV, str(tmp_path / "answers"))
     for tier in (1, 2, 3, 4):
         lab.hint("tier_choice")
@@ -271,19 +278,9 @@ def test_admission_wrong_answers_fail_with_a_message_that_names_the_problem(fn, 
 
 
 def test_admission_hints_quote_the_check(tmp_path, monkeypatch, capsys):
-    import re
-    from pathlib import Path
-
     import kvsched_lab.course as lab
-    from kvsched_lab.course.hints import PRACTICE_HINTS
-    from kvsched_lab.i18n.catalogue import extract
 
-    source = (Path(__file__).resolve().parents[1] / "kvsched_lab" / "course" / "practice_admission.py").read_text()
-    source = re.sub(r"[\"']\s*\n\s*f?[\"']", "", source)
-    tiers = PRACTICE_HINTS["admission"]
-    quotes = re.findall(r"“([^”]+)”", tiers[2])
-    assert len(quotes) >= 3 and all(q in source for q in quotes)
-    assert all(k in extract() for k in tiers)
+    _assert_hints_quote_the_check("admission", "practice_admission.py")
     monkeypatch.setenv(lab.ANSWERS_ENV, str(tmp_path / "answers"))
     lab.reveal("admission")
     assert "def admit(info)" in capsys.readouterr().out

@@ -14,6 +14,8 @@ longer: their fixture is one unit of three processes that cannot be split across
 """
 import os
 
+import pytest
+
 if os.environ.get("PYTEST_XDIST_WORKER"):
     os.environ.setdefault("OMP_NUM_THREADS", "1")
 
@@ -49,3 +51,14 @@ def pytest_collection_modifyitems(config, items):
         return (LONG_POLES.index(name), 0, name) if name in LONG_POLES else (len(LONG_POLES), -per_file[name], name)
 
     items.sort(key=lambda item: rank(item.path.name))
+
+
+@pytest.fixture(scope="session")
+def replay_cache(tmp_path_factory):
+    """One ``KVSCHED_REPLAY_CACHE`` folder for the whole run, shared by both xdist workers (their
+    temporary folders sit side by side): a library policy's replay that several notebook kernels ask
+    for (nbval's three runs, the simulated Colab's capstone) is computed once (kvsched_lab/sim/replay.py)."""
+    base = tmp_path_factory.getbasetemp()
+    folder = (base.parent if os.environ.get("PYTEST_XDIST_WORKER") else base) / "replay-cache"
+    folder.mkdir(exist_ok=True)
+    return folder

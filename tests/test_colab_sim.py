@@ -7,9 +7,11 @@ Jupyter's kernel and matplotlib, plus Colab's ipywidgets 7.7.1. Then, with no ne
 * the wheel built from this tree holds the package and the traces, never ``solutions``; installed
   alone, ``kvsched replay --trace conversation`` runs from an empty folder;
 * the widgets, the answers upload and `report_setup` work on ipywidgets 7.7.1;
-* notebook 00 and the capstone, each copied alone into an empty folder, run top to bottom with
-  ``KVSCHED_REPO_URL=git+file://<a clone>``: the setup cell installs the lab into the venv's
-  site-packages and leaves torch's version and location as they were.
+* notebook 00 and the capstone, each copied alone into an empty folder, run top to bottom, each
+  once: the capstone with ``KVSCHED_REPO_URL=git+file://<a clone>`` (GitHub reachable), 00 with
+  GitHub unreachable, from a package index on the loopback holding the wheel (the pinned
+  release, the route from mainland China). Either way the setup cell installs the lab into the
+  venv's site-packages and leaves torch's version and location as they were.
 
 Each installed copy is removed afterwards, so every notebook starts from a bare runtime.
 """
@@ -164,22 +166,44 @@ def test_widgets_and_answers_upload_work_on_ipywidgets_7(runtime, wheel):
     assert seen["restored"] == "failed", seen  # the uploaded (wrong) answer is back, re-checked
 
 
-@pytest.mark.parametrize("name", SIM_NOTEBOOKS)
-def test_notebook_runs_alone_on_a_simulated_colab(runtime, name):
+# How each notebook's setup cell reaches the lab: 06 from a git URL (Colab, GitHub reachable), 00
+# from the package index (GitHub unreachable, tested below). Every notebook opens with the same
+# setup cell (tests/test_notebooks.py), so one notebook per route shows both; each runs once.
+SIM_ROUTES = {"00_setup_and_tour.ipynb": "index", "06_capstone.ipynb": "git"}
+assert set(SIM_ROUTES) == set(SIM_NOTEBOOKS)
+
+
+@pytest.mark.parametrize("name", SIM_NOTEBOOKS, ids=lambda name: f"{name}-via-{SIM_ROUTES[name]}")
+def test_notebook_runs_alone_on_a_simulated_colab(runtime, wheel, replay_cache, name):
+    """Copied alone into an empty folder, with an empty HOME, the notebook runs top to bottom; its
+    setup cell installs the lab into the venv's site-packages and leaves torch as it was."""
+    import kvsched_lab
+
     folder, home = runtime.empty_dir(f"colab-{name[:2]}"), runtime.empty_dir(f"home-{name[:2]}")
-    shutil.copy(ROOT / "notebooks" / name, folder / name)
-    url = f"git+file://{runtime.clone}"
-    env = runtime.offline_env(home, KVSCHED_REPO_URL=url)
+    route = SIM_ROUTES[name]
+    if route == "git":
+        shutil.copy(ROOT / "notebooks" / name, folder / name)
+        source = f"git+file://{runtime.clone}"
+        command = [str(DRIVER), str(folder / name), str(folder / "summary.json")]
+        env = runtime.offline_env(home, KVSCHED_REPO_URL=source)
+    else:
+        source = f"kvsched-lab=={kvsched_lab.__version__}"
+        command, env = index_route(runtime, wheel, name, folder, home)
+    # The library policies' replays that nbval's runs of the same notebook computed (tests/conftest.py).
+    env["KVSCHED_REPLAY_CACHE"] = str(replay_cache)
     try:
-        runtime.run_offline([str(DRIVER), str(folder / name), str(folder / "summary.json")], folder, env)
+        runtime.run_offline(command, folder, env)
         summary = json.loads((folder / "summary.json").read_text())
+        version = runtime.venv.run(["-c", "import importlib.metadata as m; print(m.version('kvsched-lab'))"],
+                                   cwd=folder).stdout.strip()
     finally:
         runtime.uninstall_lab()
     runtime.timings[name] = summary["wall_seconds"]
     runtime.timings[f"{name[:2]} setup cell"] = summary["cell_seconds"][0]
     assert summary["errors"] == [], summary["errors"]
     site = str(runtime.venv.site_packages)
-    assert f"installed from {url} into {site}" in summary["setup_output"], summary["setup_output"]
+    assert f"installed from {source} into {site}" in summary["setup_output"], summary["setup_output"]
+    assert version == kvsched_lab.__version__
     assert summary["kvsched_lab"] == f"{site}/kvsched_lab/__init__.py"
     assert summary["torch"] == runtime.torch, "the setup cell must leave torch as it was"
     assert not (runtime.venv.site_packages / "torch").exists()
@@ -225,14 +249,12 @@ def simple_index(folder: Path, wheel: Path) -> Path:
     return folder
 
 
-def test_setup_cell_installs_the_pinned_release_from_the_index_when_github_is_unreachable(runtime, wheel):
-    """The route from mainland China: no GitHub, the package index pip is configured with."""
-    import kvsched_lab
+def index_route(runtime, wheel, name: str, folder: Path, home: Path):
+    """The route from mainland China: no GitHub, the package index pip is configured with (a loopback
+    index holding the wheel). Writes `name` into `folder`; gives the command and its environment."""
     from kvsched_lab.course.setup_cell import setup_cell
     from kvsched_lab.notebook_files import cell_source, read_notebook, write_notebook
 
-    name = "00_setup_and_tour.ipynb"
-    folder, home = runtime.empty_dir("index-route"), runtime.empty_dir("index-home")
     nb = read_notebook(ROOT / "notebooks" / name)
     if not runtime.offline:  # the network is not cut here: make "GitHub" a port that refuses at once
         first = next(c for c in nb["cells"] if c["cell_type"] == "code")
@@ -242,18 +264,6 @@ def test_setup_cell_installs_the_pinned_release_from_the_index_when_github_is_un
     index = simple_index(runtime.base / "index", wheel)
     launcher = runtime.base / "serve_and_run.py"
     launcher.write_text(SERVE_AND_RUN)
-    env = runtime.venv.env(home=home)  # no KVSCHED_REPO_URL, no --no-index: pip's own configuration
-    try:
-        runtime.run_offline([str(launcher), str(index), str(DRIVER), str(folder / name), str(folder / "summary.json")],
-                            folder, env)
-        summary = json.loads((folder / "summary.json").read_text())
-        version = runtime.venv.run(["-c", "import importlib.metadata as m; print(m.version('kvsched-lab'))"],
-                                   cwd=folder).stdout.strip()
-    finally:
-        runtime.uninstall_lab()
-    assert summary["errors"] == [], summary["errors"]
-    site = str(runtime.venv.site_packages)
-    assert f"installed from kvsched-lab=={kvsched_lab.__version__} into {site}" in summary["setup_output"], \
-        summary["setup_output"]
-    assert version == kvsched_lab.__version__
-    assert summary["torch"] == runtime.torch, "the setup cell must leave torch as it was"
+    # no KVSCHED_REPO_URL, no --no-index: pip's own configuration
+    return [str(launcher), str(index), str(DRIVER), str(folder / name), str(folder / "summary.json")], \
+        runtime.venv.env(home=home)

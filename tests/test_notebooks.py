@@ -14,8 +14,13 @@ run side by side (the two cores share them; their total is about even):
   00's tour, the capstone's ``lab.my_scheduler()``): run as shipped, with no answers, those are
   tests/test_colab_sim.py's notebooks (``SIM_NOTEBOOKS``), each copied alone onto a simulated
   Colab, and a test below keeps it so;
-- then, in the stub run, copies with the chapter's answer line pasted into ONE TODO stub:
-  exactly that check turns green.
+- then, in the stub run, copies with the chapter's answer line pasted into ONE TODO stub, each
+  ending at that TODO's check cell: exactly that check turns green. (What follows the check runs
+  the same code as the stub copy's cells, which the stub run already checks.)
+
+The three runs share one ``KVSCHED_REPLAY_CACHE`` folder (tests/conftest.py, with the simulated
+Colab's notebooks): a replay of a library policy (never a learner's class) that two kernels ask
+for is computed once (kvsched_lab/sim/replay.py).
 
 The optional ``aging`` TODO (notebook 05, beyond the chapter) takes part in all three like the
 five, with its reference kept in ``solutions/aging.py``; the grader never sees it. The filled run
@@ -138,10 +143,17 @@ def paste(source: str, line: str) -> str:
     return "\n".join(out)
 
 
+def up_to_check(nb, todo: str):
+    """`nb` cut after the check cell of `todo` (a pasted copy only has to show that check turn green)."""
+    cells = nb["cells"]
+    (last,) = [i for i, c in enumerate(cells) if f"check:{todo}" in c.get("metadata", {}).get("tags", [])]
+    return {**nb, "cells": cells[: last + 1]}
+
+
 class Run:
     """One nbval subprocess over some notebooks in a fresh folder with fresh answers."""
 
-    def __init__(self, folder: Path, notebooks: dict, log_figures: bool = False):
+    def __init__(self, folder: Path, notebooks: dict, log_figures: bool = False, replay_cache: Path = None):
         self.folder = folder
         self.answers = folder / "answers"
         folder.mkdir(parents=True)
@@ -156,6 +168,8 @@ class Run:
         # that slows a tiny model's prefill several-fold.
         env = dict(os.environ, KVSCHED_ANSWERS=str(self.answers), PYTHONDONTWRITEBYTECODE="1", OMP_NUM_THREADS="1",
                    PYTHONPATH=os.pathsep.join([str(ROOT)] + [p for p in [os.environ.get("PYTHONPATH")] if p]))
+        if replay_cache is not None:
+            env["KVSCHED_REPLAY_CACHE"] = str(replay_cache)
         if log_figures:
             notebook_figures.install(folder, env)
         cmd = [sys.executable, "-m", "pytest", "--nbval-lax", "--nbval-current-env",
@@ -205,7 +219,7 @@ class Run:
 
 
 @pytest.fixture(scope="module")
-def runs(tmp_path_factory):
+def runs(tmp_path_factory, replay_cache):
     base = tmp_path_factory.mktemp("nbval")
     nbs = {p.name: read_notebook(p) for p in NOTEBOOKS}
     zh = {ZH_PREFIX + p.name: read_notebook(p) for p in ZH_NOTEBOOKS}
@@ -219,12 +233,12 @@ def runs(tmp_path_factory):
     for name, nb in nbs.items():
         for todo, idx in tagged_cells(nb, "todo").items():
             src = paste(cell_source(nb["cells"][idx[-1]]), CHAPTER_ANSWERS[todo])
-            pasted[f"paste_{todo}__{name}"] = fill_todos(nb, {todo: src})
+            pasted[f"paste_{todo}__{name}"] = up_to_check(fill_todos(nb, {todo: src}), todo)
     # Three subprocesses on the two cores. The pasted copies run after the stubs in the same
     # kernel-per-notebook run: the stubs start from an empty answers folder and save nothing.
-    started = {"filled": Run(base / "filled", filled(nbs), log_figures=True),
-               "filled_zh": Run(base / "filled_zh", filled(zh), log_figures=True),
-               "stub": Run(base / "stub", {**stubs, **pasted})}
+    started = {"filled": Run(base / "filled", filled(nbs), log_figures=True, replay_cache=replay_cache),
+               "filled_zh": Run(base / "filled_zh", filled(zh), log_figures=True, replay_cache=replay_cache),
+               "stub": Run(base / "stub", {**stubs, **pasted}, replay_cache=replay_cache)}
     done = {k: r.wait() for k, r in started.items()}
     for k, r in done.items():
         print(f"nbval {k}: {len(r.names)} notebooks in {r.wall:.1f} s")
@@ -354,11 +368,15 @@ def test_pasting_the_chapters_answer_turns_exactly_its_check_green(runs):
     failed = run.failed_cells()
     pasted = [name for name in run.names if name.startswith("paste_")]
     assert len(pasted) == len(ALL_TODO_METHODS)
+    passed = {r["nodeid"] for r in run.records if r["when"] == "call" and r["outcome"] == "passed"}
     for name in pasted:
         todo = re.match(r"paste_(\w+?)__", name).group(1)
         nb = read_notebook(run.folder / name)
         should_fail = {i for i, n in _graded_check_cells(nb).items() if n != todo}
         assert set(failed.get(name, {})) == should_fail, (name, failed.get(name), run.output[-4000:])
+        # The copy ends at its own check cell, and that cell ran and passed.
+        (check,) = [i for i, n in _check_cell_indices(nb).items() if n == todo]
+        assert check == len(code_cells(nb)) - 1 and f"{name}::Cell {check}" in passed, (name, check)
     # Only the pasted answers were saved (untouched stubs never save), and each of them passes.
     saved = {name: record["status"] for name, record in answer_files(run.answers).items()}
     assert saved == {todo: "passed" for todo in ALL_TODO_METHODS}

@@ -23,7 +23,7 @@ from collections import OrderedDict
 from typing import Hashable, Iterable, List, Optional, Sequence, Tuple
 
 from kvsched_lab.sim.events import ADD, EVICT, REUSE, SKIP
-from kvsched_lab.sim.policies.base import Policy
+from kvsched_lab.sim.policies.base import Policy, prefix_hits
 
 
 class ARCPolicy(Policy):
@@ -138,6 +138,7 @@ class ARCPolicy(Policy):
         entries, t1, t2, b1, b2 = self.entries, *lists
         oldest_t1, oldest_t2, forget_b1, forget_b2 = t1.popitem, t2.popitem, b1.popitem, b2.popitem
         refresh_t1, refresh_t2 = t1.move_to_end, t2.move_to_end
+        contains = entries.__contains__
         emit = self.log.append_event
         add, evict, reuse, skip = ADD, EVICT, REUSE, SKIP  # locals: faster than globals in the loop
         c, cur, hits, time, p = self.capacity_bytes, self.current_bytes, self.hits, self.time, self.p
@@ -155,11 +156,7 @@ class ARCPolicy(Policy):
                         elif key in t2:
                             refresh_t2(key)
                     finished = ids
-                n = 0
-                for key in ids:  # the prefix hits: a plain loop beats `prefix_hits` on short runs
-                    if key not in entries:
-                        break
-                    n += 1
+                n = prefix_hits(contains, ids)
                 out.append(n)
                 last_time = time + len(ids) if prefix_rules and len(ids) > 1 else 0
                 for key in ids:

@@ -47,7 +47,7 @@ from heapq import heapify, heappop, heappush, heapreplace
 from typing import Dict, Hashable, Iterable, List, Optional, Sequence, Tuple
 
 from kvsched_lab.sim.events import ADD, EVICT, REUSE
-from kvsched_lab.sim.policies.base import Policy
+from kvsched_lab.sim.policies.base import Policy, prefix_hits
 from kvsched_lab.sim.scheduler import require_positive_int
 
 MOONCAKE_BLOCK_TOKENS = 512
@@ -168,7 +168,7 @@ class GDSFPolicy(Policy):
 
     def _replay(self, hash_id_lists: Iterable[Sequence[Hashable]], bytes_: int) -> List[int]:
         entries, meta, heap, touched = self.entries, self.meta, self.heap, self.touched
-        note_request = touched.extend
+        contains, note_request = entries.__contains__, touched.extend
         emit = self.log.append_event
         add, evict, reuse, mask = ADD, EVICT, REUSE, TIME_MASK  # locals: faster than globals in the loop
         cap, cur, hits, time, floor = self.capacity_bytes, self.current_bytes, self.hits, self.time, self.floor
@@ -178,11 +178,7 @@ class GDSFPolicy(Policy):
         out: List[int] = []
         try:
             for ids in hash_id_lists:
-                n = 0
-                for key in ids:  # the prefix hits: a plain loop beats `prefix_hits` on short runs
-                    if key not in entries:
-                        break
-                    n += 1
+                n = prefix_hits(contains, ids)
                 out.append(n)
                 note_request(ids)  # touched[time + i] = ids[i - 1]
                 while len(costs) <= len(ids):

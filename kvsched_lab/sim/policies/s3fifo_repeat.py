@@ -40,7 +40,7 @@ from collections import OrderedDict
 from typing import Dict, Hashable, Iterable, List, Optional, Sequence, Set, Tuple
 
 from kvsched_lab.sim.events import ADD, EVICT, REUSE, SKIP
-from kvsched_lab.sim.policies.base import PromptAwarePolicy
+from kvsched_lab.sim.policies.base import PromptAwarePolicy, prefix_hits
 
 SMALL_SHARE = 0.01  # S's share of the bytes
 GHOST_FACTOR = 4  # G remembers this many times the capacity, in bytes
@@ -189,6 +189,7 @@ class RepeatS3FIFOPolicy(PromptAwarePolicy):
         entries, small, small_hit, ghost, main = self.entries, self.small, self.small_hit, self.ghost, self.main
         heap, owner, emit, push, pop = self.heap, self.owner, self.log.append_event, heapq.heappush, heapq.heappop
         oldest_small, forget, refresh_ghost, unghost = small.popitem, ghost.popitem, ghost.move_to_end, ghost.pop
+        contains = entries.__contains__
         add, evict, reuse, skip = ADD, EVICT, REUSE, SKIP
         cap, cur, hits, time = self.capacity_bytes, self.current_bytes, self.hits, self.time
         small_target, ghost_target, bonus, max_depth = self.small_target, self.ghost_target, REPEAT_BONUS, MAX_DEPTH
@@ -197,11 +198,7 @@ class RepeatS3FIFOPolicy(PromptAwarePolicy):
         out: List[int] = []
         try:
             for ids in hash_id_lists:
-                n = 0
-                for key in ids:  # the prefix hits
-                    if key not in entries:
-                        break
-                    n += 1
+                n = prefix_hits(contains, ids)
                 out.append(n)
                 request += 1
                 # The first n blocks are cached: a repeat needs the rest but the last known.

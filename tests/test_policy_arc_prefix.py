@@ -1,6 +1,11 @@
 """arc-prefix: ARC's decisions with a request's blocks refreshed tail first and prompts' last blocks
 bypassed, traced by hand from the module docstring."""
+import pytest
+
 from kvsched_lab.sim.policies import make_policy
+from kvsched_lab.sim.policies.base import gc_paused
+from kvsched_lab.sim.traces import load_trace, resolve_trace, sort_by_arrival
+from policy_helpers import replay_by_touch
 
 
 def test_a_finished_requests_tail_leaves_before_its_head():
@@ -33,3 +38,16 @@ def test_a_bypassed_block_leaves_arcs_state_as_it_was():
     before = (dict(arc.t1), dict(arc.b1), arc.p)
     arc.replay_requests([["e", "b"]], 1)  # e hits (to T2), b is the last block: skipped again
     assert list(arc.log)[-1] == "skip:b" and (dict(arc.b1), arc.p) == (before[1], before[2])
+
+
+@pytest.mark.parametrize("trace, capacity", [("conversation", 8000), ("synthetic", 2005)])
+def test_the_inlined_loop_decides_as_the_hooks_on_a_whole_trace(trace, capacity):
+    """ARC's replay loop applies both rules inline (arc.py); on every request of a whole Mooncake
+    trace it must make the hooks' decision (`begin_request` and `touch_in_request`, one touch at a
+    time): the same prefix hits per request, the same log, the same lists in the same order."""
+    lists = [r.hash_ids for r in sort_by_arrival(load_trace(resolve_trace(trace)))]
+    fast, hooks = make_policy("arc-prefix", capacity), make_policy("arc-prefix", capacity)
+    with gc_paused():  # the logs hold millions of objects: a collection would rescan them all
+        assert fast.replay_requests(lists, 1) == replay_by_touch(hooks, lists, 1)
+    assert fast.log == hooks.log and fast.snapshot() == hooks.snapshot()
+    assert (fast.p, fast.finished, list(fast.b1), list(fast.b2)) == (hooks.p, hooks.finished, list(hooks.b1), list(hooks.b2))

@@ -174,13 +174,16 @@ class GDSFPolicy(Policy):
         cap, cur, hits, time, floor = self.capacity_bytes, self.current_bytes, self.hits, self.time, self.floor
         push, pop, replace, pack, from_bytes = heappush, heappop, heapreplace, _PACK, int.from_bytes
         costs = [0.0]  # costs[d] = block_cost(d), grown on demand: the same floats as `touch`
+        fresh = [0.0]  # fresh[d] = costs[d] / bytes_: H - L of a new block at depth d
         out: List[int] = []
         try:
             for ids in hash_id_lists:
-                out.append(prefix_hits(contains, ids))
+                n = prefix_hits(contains, ids)
+                out.append(n)
                 note_request(ids)  # touched[time + i] = ids[i - 1]
                 while len(costs) <= len(ids):
                     costs.append(block_cost(len(costs), self.cost_scale))
+                    fresh.append(costs[-1] / bytes_)
                 for depth, key in enumerate(ids, 1):
                     m = meta.get(key)  # first: an unhashable id raises before it counts as a touch
                     time += 1
@@ -216,11 +219,11 @@ class GDSFPolicy(Policy):
                             else:  # behind: re-push the current key
                                 replace(heap, from_bytes(pack(m[2], m[3]), "big"))
                                 meta[old] = m[:4] + (m[3],)
-                        h = floor + cost / bytes_
+                        h = floor + fresh[depth]
                         replace(heap, from_bytes(pack(h, time), "big"))  # swaps out the victim's record
                         emit((evict, old, add, key))  # the last victim and the add, in one call
                     else:
-                        h = floor + cost / bytes_
+                        h = floor + fresh[depth]
                         push(heap, from_bytes(pack(h, time), "big"))
                         emit((add, key))
                     cur += bytes_

@@ -503,7 +503,8 @@ def test_make_policy_names_the_valid_policies_on_a_typo():
     for name in POLICIES:
         assert name in str(info.value)
     assert set(POLICIES) == {"fifo", "lru", "lfu", "seed", "seed-compact", "gdsf", "sieve", "s3fifo", "s3fifo-prefix",
-                             "s3fifo-repeat", "arc", "arc-prefix", "lecar", "cacheus", "wtinylfu", "vllm", "radix", "belady"}
+                             "s3fifo-repeat", "arc", "arc-prefix", "lecar", "lecar-prefix", "cacheus", "wtinylfu", "vllm", "radix",
+                             "belady"}
 
 
 # -- the real trace ------------------------------------------------------------------------

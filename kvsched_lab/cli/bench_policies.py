@@ -18,7 +18,7 @@ FAST_TARGET = 10.0  # lru, fifo, s3fifo
 FAST_POLICIES = ("lru", "fifo", "s3fifo")
 LIBCACHESIM_TARGETS = {"lru": 0.5}  # touches/s over libCacheSim's C loop for the same cache (issue 32)
 ADAPTIVE_TARGET = 5.0  # the policies of issue 31, each beside its libCacheSim column where it has one
-ADAPTIVE_POLICIES = ("sieve", "lecar", "cacheus", "wtinylfu", "arc-prefix")
+ADAPTIVE_POLICIES = ("sieve", "lecar", "cacheus", "wtinylfu", "arc-prefix", "lecar-prefix")
 HEAP_TARGET = 2.0  # records per live entry, seed-compact and gdsf
 SWEEP_TARGET_S = 60.0
 

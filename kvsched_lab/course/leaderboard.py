@@ -34,7 +34,8 @@ PolicySpec = Any  # a library name, a class, or a factory called with capacity_b
 # cacheus and wtinylfu, per-block mixtures kept to compare with libCacheSim, trail LRU on these traces; they
 # and arc-prefix replay through the hooks, several times slower than the rest, which would slow
 # every default board (notebook 06's sweep). Notebook 07 names arc-prefix where it shows it.
-NOT_BY_DEFAULT = ("seed-compact", "lecar", "cacheus", "wtinylfu", "arc-prefix")
+# lecar-prefix, LeCaR with arc-prefix's two rules, is left out with LeCaR for the same reason.
+NOT_BY_DEFAULT = ("seed-compact", "lecar", "cacheus", "wtinylfu", "arc-prefix", "lecar-prefix")
 
 
 def default_policies() -> List[str]:

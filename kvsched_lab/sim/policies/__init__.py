@@ -22,6 +22,7 @@ from kvsched_lab.sim.policies.cacheus import CacheusPolicy
 from kvsched_lab.sim.policies.fifo import FIFOPolicy
 from kvsched_lab.sim.policies.gdsf import GDSFPolicy
 from kvsched_lab.sim.policies.lecar import LeCaRPolicy
+from kvsched_lab.sim.policies.lecar_prefix import PrefixLeCaRPolicy
 from kvsched_lab.sim.policies.lfu import LFUPolicy
 from kvsched_lab.sim.policies.lru import LRUPolicy
 from kvsched_lab.sim.policies.radix import RadixPolicy
@@ -61,7 +62,7 @@ POLICIES: Dict[str, type] = {
     for cls in (
         FIFOPolicy, LRUPolicy, LFUPolicy, _chapter["seed"], _chapter["seed-compact"],
         GDSFPolicy, SievePolicy, S3FIFOPolicy, PrefixS3FIFOPolicy, RepeatS3FIFOPolicy, ARCPolicy, PrefixARCPolicy,
-        LeCaRPolicy, CacheusPolicy, WTinyLFUPolicy, VLLMPolicy, RadixPolicy, BeladyPolicy,
+        LeCaRPolicy, PrefixLeCaRPolicy, CacheusPolicy, WTinyLFUPolicy, VLLMPolicy, RadixPolicy, BeladyPolicy,
     )
     if cls is not None
 }
@@ -81,7 +82,7 @@ def make_policy(name: str, capacity_bytes: int, *, future: Optional[Sequence[Has
 
 __all__ = [
     "ARCPolicy", "BeladyPolicy", "CHAPTER_POLICIES", "CacheusPolicy", "FIFOPolicy", "GDSFPolicy", "LFUPolicy", "LRUPolicy",
-    "LeCaRPolicy", "POLICIES", "Policy", "PrefixARCPolicy", "PrefixS3FIFOPolicy", "RadixPolicy", "RepeatS3FIFOPolicy",
+    "LeCaRPolicy", "POLICIES", "Policy", "PrefixARCPolicy", "PrefixLeCaRPolicy", "PrefixS3FIFOPolicy", "RadixPolicy", "RepeatS3FIFOPolicy",
     "S3FIFOPolicy", "SievePolicy", "VLLMPolicy", "WITHHELD", "WTinyLFUPolicy", "make_policy",
 ]
 if _chapter["seed"] is not None:

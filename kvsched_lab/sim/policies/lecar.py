@@ -29,18 +29,23 @@ workload where draws decide hits). In libCacheSim the state is shared by every c
 so its LeCaR matches this one as the first user of a fresh thread's generator, which is how the
 crosscheck runs it.
 
-Layout. ``entries`` is an `OrderedDict` in LRU order; ``freq`` maps each key to its frequency and
-``by_freq`` each frequency to an insertion-ordered dict of its keys; ``min_freq`` is the lowest
-frequency in use. Ghosts are `OrderedDict`s key -> (bytes, eviction time). O(1) per touch but
-for the rare walk up to the next used frequency when the lowest one empties.
+Layout. ``entries`` is an `OrderedDict` in LRU order; ``freq`` maps each key hit at least once to
+its frequency (the others, most blocks, have 1) and ``by_freq`` each frequency to an insertion-ordered dict of its keys (a bucket is never removed, so
+every frequency up to ``max_freq`` has one); ``min_freq`` is the lowest frequency in use. Ghosts
+are `OrderedDict`s key -> (bytes, eviction time). O(1) per touch but for the rare walk up to the
+next used frequency when the lowest one empties. A block's last touch is when it reached its
+frequency, so each bucket is in LRU order too: the experts agree exactly when the LRU block has
+the lowest frequency (lecar_replay.py's fast loop relies on it; tests/test_policy_lecar.py checks it).
+`replay_requests` runs that loop (the hooks inlined, same decisions) when every block has the
+replay's size; `lecar-prefix` (lecar_prefix.py) adds two rules for whole requests.
 """
 from __future__ import annotations
 
-import math
 from collections import OrderedDict
-from typing import Dict, Hashable, List, Optional, Sequence, Tuple
+from typing import Dict, Hashable, Iterable, List, Optional, Sequence, Tuple
 
 from kvsched_lab.sim.policies.base import Policy
+from kvsched_lab.sim.policies.lecar_replay import regret, replay_one_size
 from kvsched_lab.sim.policies.lehmer import LEHMER_MULTIPLIER, LEHMER_SEED, MASK128, check_seed
 
 LEARNING_RATE = 0.45
@@ -55,8 +60,10 @@ class LeCaRPolicy(Policy):
     def __init__(self, capacity_bytes: int, *, future: Optional[Sequence[Hashable]] = None, seed: int = LEHMER_SEED) -> None:
         super().__init__(capacity_bytes, future=future)
         self.entries: "OrderedDict[Hashable, int]" = OrderedDict()  # LRU order, oldest first
-        self.freq: Dict[Hashable, int] = {}
-        self.by_freq: Dict[int, "OrderedDict[Hashable, None]"] = {1: OrderedDict()}  # OrderedDict: popping a plain dict's first key again and again scans its deleted slots
+        self.freq: Dict[Hashable, int] = {}  # cached keys hit at least once -> frequency (2+); the others have 1
+        # frequency -> its keys, first to reach it first. OrderedDict: popping a plain dict's first
+        # key again and again scans its deleted slots.
+        self.by_freq: Dict[int, "OrderedDict[Hashable, None]"] = {1: OrderedDict()}
         self.min_freq = 1
         self.max_freq = 1
         self.ghost_lru: "OrderedDict[Hashable, Tuple[int, int]]" = OrderedDict()  # key -> (bytes, evicted at)
@@ -68,10 +75,13 @@ class LeCaRPolicy(Policy):
         self.dr = DISCOUNT_AT_CAPACITY ** (1.0 / capacity_bytes)
         self.rand_state = check_seed(seed)
         self._expert = 0  # who chose the victim being evicted: 1 LRU, 2 LFU, 0 both
+        # lecar-prefix's request state (lecar_prefix.py; unused while `prefix_rules` is off):
+        self.finished: Sequence[Hashable] = ()  # the block ids of the request in progress
+        self._last = False  # the block being touched is its prompt's last (bypassed on a miss)
 
     # -- the LFU expert's lists --------------------------------------------------------------
     def _unlink_freq(self, key: Hashable) -> int:
-        f = self.freq.pop(key)
+        f = self.freq.pop(key, 1)
         node = self.by_freq[f]
         del node[key]
         if not node and f == self.min_freq:
@@ -82,14 +92,15 @@ class LeCaRPolicy(Policy):
         return f
 
     def _link_freq(self, key: Hashable, f: int) -> None:
-        self.freq[key] = f
+        if f > 1:  # most blocks are never hit: they stay out of `freq`
+            self.freq[key] = f
         node = self.by_freq.get(f)
         if node is None:
             node = self.by_freq[f] = OrderedDict()
         node[key] = None
         if f > self.max_freq:
             self.max_freq = f
-        if f < self.min_freq or len(self.freq) == 1:
+        if f < self.min_freq or len(self.entries) == 1:  # lower, or the only block
             self.min_freq = f
 
     # -- hooks ---------------------------------------------------------------------------------
@@ -97,30 +108,23 @@ class LeCaRPolicy(Policy):
         self.entries.move_to_end(key)
         self._link_freq(key, self._unlink_freq(key) + 1)
 
-    def _regret(self, t: int, lru_regrets: bool) -> None:
-        r = self.dr ** t
-        if lru_regrets:
-            w_up, w_other = self.w_lru, self.w_lfu
-        else:
-            w_up, w_other = self.w_lfu, self.w_lru
-        w_up = w_up * math.exp(-self.lr * r) + 1e-10
-        s = w_up + w_other + 2e-10
-        w_up, w_other = w_up / s, (w_other + 1e-10) / s
-        if lru_regrets:
-            self.w_lru, self.w_lfu = w_up, w_other
-        else:
-            self.w_lfu, self.w_lru = w_up, w_other
+    def begin_request(self, hash_ids: Sequence[Hashable]) -> None:
+        if self.prefix_rules:  # lecar-prefix's rule 1: the previous request ended, its head becomes the newest
+            self._refresh_tail_first(self.finished)
+            self.finished = tuple(hash_ids)
 
     def on_miss(self, key: Hashable, size: int) -> bool:
+        if self._last:  # lecar-prefix's rule 2: a prompt's last block is not cached, nothing else changes
+            return False
         ghost = self.ghost_lru.pop(key, None)
         if ghost is not None:
             self.ghost_lru_bytes -= ghost[0]
-            self._regret(self.time - ghost[1], lru_regrets=True)
+            self.w_lru, self.w_lfu = regret(self.w_lru, self.w_lfu, self.lr, self.dr ** (self.time - ghost[1]))
             return True
         ghost = self.ghost_lfu.pop(key, None)
         if ghost is not None:
             self.ghost_lfu_bytes -= ghost[0]
-            self._regret(self.time - ghost[1], lru_regrets=False)
+            self.w_lfu, self.w_lru = regret(self.w_lfu, self.w_lru, self.lr, self.dr ** (self.time - ghost[1]))
         return True
 
     def draw(self) -> float:
@@ -158,4 +162,20 @@ class LeCaRPolicy(Policy):
 
     def snapshot(self) -> List[Tuple[Hashable, int, int]]:
         """``(key, bytes, frequency)``, most recently used first."""
-        return [(k, b, self.freq[k]) for k, b in reversed(self.entries.items())]
+        freq = self.freq
+        return [(k, b, freq.get(k, 1)) for k, b in reversed(self.entries.items())]
+
+    # lecar-prefix (lecar_prefix.py) replays through the same loop with both of its rules on.
+    prefix_rules = False  # refresh the previous request's blocks tail first; bypass a prompt's last block
+
+    def _refresh_tail_first(self, ids: Sequence[Hashable]) -> None:
+        """lecar-prefix's rule 1: the finished request `ids`, cached blocks refreshed tail to head,
+        in the LRU list and in their frequency's bucket alike (no count changes)."""
+        entries, freq, by_freq = self.entries, self.freq, self.by_freq
+        for key in reversed(ids):
+            if key in entries:
+                entries.move_to_end(key)
+                by_freq[freq.get(key, 1)].move_to_end(key)
+
+    def _replay(self, hash_id_lists: Iterable[Sequence[Hashable]], bytes_: int) -> List[int]:
+        return replay_one_size(self, hash_id_lists, bytes_)

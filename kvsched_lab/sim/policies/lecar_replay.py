@@ -1,0 +1,130 @@
+"""LeCaR's fast replay (lecar.py): the hooks of `LeCaRPolicy` inlined in one loop, and its regret rule.
+
+A call per touch and an attribute look-up per field cost more than LeCaR's rules, so this loop
+keeps every field in a local and writes them back at the end, even if interrupted. It runs only
+when every block (cached or remembered by a ghost) has the replay's one size; then a miss evicts
+at most one block and trims at most one ghost, so each ``while`` of the hooks is an ``if``, and
+the LFU expert's walk up to the next used frequency is skipped: the new block sets the lowest
+frequency back to 1 right after. Two facts of the layout make it cheaper than the hooks:
+
+- every frequency bucket is in LRU order (a block's last touch is when it reached its count), so
+  the experts agree exactly when the LRU block has the lowest count: one look-up decides, and
+  the LFU bucket is read only when they disagree;
+- the buckets are never removed, so every count up to ``max_freq`` has one: a hit reaches
+  ``f + 1`` by indexing, and creates a bucket only past the highest count.
+
+With ``prefix_rules`` (lecar-prefix) it is also `PrefixLeCaRPolicy.begin_request` and its bypass
+of a prompt's last block. tests/test_policy_lecar.py and tests/test_policies.py check that this
+loop and the hooks give the same prefix hits, log, entries, weights and draws.
+"""
+from __future__ import annotations
+
+import math
+from collections import OrderedDict
+from typing import Any, Hashable, Iterable, List, Sequence, Tuple
+
+from kvsched_lab.sim.events import ADD, EVICT, REUSE, SKIP
+from kvsched_lab.sim.policies.base import Policy, prefix_hits
+from kvsched_lab.sim.policies.lehmer import LEHMER_MULTIPLIER, MASK128
+
+
+def regret(w_up: float, w_other: float, lr: float, discount: float) -> Tuple[float, float]:
+    """LeCaR's rule 4: the weights after a regret of the expert weighing `w_up` (`discount` = ``dr ** t``).
+
+    The float operations are libCacheSim's, in its order (each weight gets 1e-10, the sum 2e-10
+    more), so the weights stay bit-identical to its run."""
+    w_up = w_up * math.exp(-lr * discount) + 1e-10
+    s = w_up + w_other + 2e-10
+    return w_up / s, (w_other + 1e-10) / s
+
+
+def replay_one_size(policy: Any, hash_id_lists: Iterable[Sequence[Hashable]], bytes_: int) -> List[int]:
+    """`LeCaRPolicy.replay_requests` for `policy` (a `LeCaRPolicy`), every block `bytes_` bytes."""
+    ghost_lru, ghost_lfu = policy.ghost_lru, policy.ghost_lfu
+    sizes = (*policy.entries.values(), *(g[0] for g in ghost_lru.values()), *(g[0] for g in ghost_lfu.values()))
+    if any(size != bytes_ for size in sizes):  # mixed sizes: touch by touch
+        return Policy._replay(policy, hash_id_lists, bytes_)
+    entries, freq, by_freq = policy.entries, policy.freq, policy.by_freq
+    contains, to_mru, emit = entries.__contains__, entries.move_to_end, policy.log.append_event
+    oldest, to_lru_end, get_freq = entries.popitem, entries.move_to_end, freq.get
+    multiplier, mask = LEHMER_MULTIPLIER, MASK128
+    out: List[int] = []  # prefix hits per request
+    last_time = 0  # the touch clock at the prompt's last block, bypassed on a miss (0: none)
+    ones = by_freq[1]  # the bucket of new blocks (never removed)
+    add, evict, reuse, skip = ADD, EVICT, REUSE, SKIP  # locals: faster than globals in the loop
+    cap, b, lr, dr = policy.capacity_bytes, bytes_, policy.lr, policy.dr
+    cur, hits, time = policy.current_bytes, policy.hits, policy.time
+    min_f, max_f = policy.min_freq, policy.max_freq
+    ghost_blocks = policy.ghost_limit // b  # a ghost's bytes are its length times b: over the limit past this
+    w_lru, w_lfu, state = policy.w_lru, policy.w_lfu, policy.rand_state
+    prefix_rules, begin_request = policy.prefix_rules, policy.begin_request
+    try:
+        for ids in hash_id_lists:
+            out.append(prefix_hits(contains, ids))
+            if prefix_rules:  # lecar-prefix: its begin_request, and the clock at the prompt's last block
+                begin_request(ids)
+                last_time = time + len(ids) if len(ids) > 1 else 0  # a one-block prompt's block is no "last"
+            for key in ids:
+                time += 1
+                if key in entries:  # a hit: the LRU list and the count
+                    hits += 1
+                    to_mru(key)
+                    f = get_freq(key, 1)
+                    node = by_freq[f]
+                    del node[key]
+                    if not node and f == min_f:
+                        min_f = f + 1
+                    f += 1
+                    freq[key] = f
+                    if f > max_f:
+                        max_f = f
+                        by_freq[f] = OrderedDict.fromkeys((key,))
+                    else:
+                        by_freq[f][key] = None
+                    emit((reuse, key))
+                    continue
+                if time == last_time:  # lecar-prefix: a prompt's missed last block is not cached
+                    emit((skip, key))
+                    continue
+                if key in ghost_lru:  # rule 4: LRU's regret
+                    w_lru, w_lfu = regret(w_lru, w_lfu, lr, dr ** (time - ghost_lru.pop(key)[1]))
+                elif key in ghost_lfu:
+                    w_lfu, w_lru = regret(w_lfu, w_lru, lr, dr ** (time - ghost_lfu.pop(key)[1]))
+                if cur + b > cap:  # rule 2: one victim makes room
+                    old = oldest(False)[0]  # LRU's block, put back below if LFU's is chosen
+                    f = get_freq(old, 1)
+                    if f == 1:  # count 1, so the lowest: it heads `ones` too, the experts agree
+                        del ones[old]
+                    elif f == min_f:  # they agree on a block hit before: nobody remembers it
+                        del by_freq[f][old]
+                        del freq[old]
+                    else:  # they disagree: a draw, and the chooser's ghost remembers the victim
+                        state = (state * multiplier) & mask
+                        if ((state >> 64) % 100) / 100.0 < w_lru:  # LRU's block
+                            del by_freq[f][old]
+                            del freq[old]
+                            ghost = ghost_lru
+                        else:  # LFU's: the first block of the lowest count
+                            entries[old] = b
+                            to_lru_end(old, False)
+                            old = by_freq[min_f].popitem(False)[0]
+                            del entries[old]
+                            if min_f > 1:
+                                del freq[old]
+                            ghost = ghost_lfu
+                        ghost[old] = (b, time)
+                        if len(ghost) > ghost_blocks:  # rule 3: over half the capacity
+                            ghost.popitem(False)
+                    emit((evict, old, add, key))  # the victim and the add, in one call
+                else:
+                    cur += b
+                    emit((add, key))
+                entries[key] = b
+                ones[key] = None
+                min_f = 1
+    finally:  # keep the state true even if the replay is interrupted
+        policy.current_bytes, policy.hits, policy.time = cur, hits, time
+        policy.min_freq, policy.max_freq = min_f, max_f
+        policy.ghost_lru_bytes, policy.ghost_lfu_bytes = len(ghost_lru) * b, len(ghost_lfu) * b
+        policy.w_lru, policy.w_lfu, policy.rand_state = w_lru, w_lfu, state
+    return out

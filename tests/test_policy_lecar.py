@@ -1,0 +1,122 @@
+"""LeCaR and lecar-prefix: the fast loop (lecar_replay.py) makes the hooks' decisions, draws and
+weights included; the layout fact it relies on holds; lecar-prefix's two rules traced by hand
+from lecar_prefix.py's docstring. (libCacheSim's decisions: tests/test_crosscheck_libcachesim.py.)"""
+import random
+
+import pytest
+
+from kvsched_lab.sim.policies import make_policy
+from kvsched_lab.sim.policies.base import Policy
+from policy_helpers import replay_by_touch
+
+
+def full_state(policy):
+    """Everything a later decision reads: the log, the cache in both experts' orders, the counts,
+    the ghosts, the weights and the generator."""
+    return (list(policy.log.events()), list(policy.entries.items()), dict(policy.freq),
+            {f: list(node) for f, node in policy.by_freq.items()}, policy.min_freq, policy.max_freq,
+            list(policy.ghost_lru.items()), list(policy.ghost_lfu.items()), policy.ghost_lru_bytes,
+            policy.ghost_lfu_bytes, policy.w_lru, policy.w_lfu, policy.rand_state, policy.current_bytes,
+            policy.time, policy.hits)
+
+
+def hot_cold_requests(seed, capacity, n):
+    """Requests of 1-6 blocks from a hot set of half the cache and a cold set of three caches, so
+    victims come back soon: ghost hits move the weights and draws decide hits."""
+    rng = random.Random(seed)
+    return [[rng.randrange(capacity // 2) if rng.random() < 0.5 else capacity + rng.randrange(3 * capacity)
+             for _ in range(rng.randint(1, 6))] for _ in range(n)]
+
+
+@pytest.mark.parametrize("name", ["lecar", "lecar-prefix"])
+@pytest.mark.parametrize("capacity, seed", [(20, 1), (37, 2), (64, 3)])
+def test_fast_loop_makes_the_hooks_decisions_draws_and_weights(name, capacity, seed):
+    lists = hot_cold_requests(seed, capacity, 1500)
+    fast, slow = make_policy(name, capacity), make_policy(name, capacity)
+    assert fast.replay_requests(lists, 1) == replay_by_touch(slow, lists, 1)
+    assert full_state(fast) == full_state(slow)
+    assert fast.w_lru != 0.5 and fast.rand_state != make_policy(name, capacity).rand_state  # regrets and draws happened
+    assert fast.ghost_lru and fast.ghost_lfu
+
+
+def test_fast_loop_continues_where_the_hooks_left_off_and_back():
+    """Half the requests by hook, half by the loop, then a touch: the same as all by hook."""
+    lists = hot_cold_requests(4, 30, 1000)
+    mixed, slow = make_policy("lecar-prefix", 30), make_policy("lecar-prefix", 30)
+    Policy._replay(mixed, lists[:500], 1)
+    mixed.replay_requests(lists[500:], 1)
+    replay_by_touch(slow, lists, 1)
+    assert full_state(mixed) == full_state(slow)
+
+
+@pytest.mark.parametrize("name", ["lecar", "lecar-prefix"])
+def test_every_bucket_is_in_lru_order(name):
+    """The fact the fast loop's agreement test rests on: each count's keys are in the order of the
+    LRU list (so the experts agree exactly when the LRU block has the lowest count)."""
+    policy = make_policy(name, 25)
+    for i, ids in enumerate(hot_cold_requests(5, 25, 600)):
+        policy.replay_requests([ids], 1) if i % 2 else replay_by_touch(policy, [ids], 1)
+        rank = {k: n for n, k in enumerate(policy.entries)}
+        for f, node in policy.by_freq.items():
+            assert [rank[k] for k in node] == sorted(rank[k] for k in node), (i, f)
+            assert all(policy.freq.get(k, 1) == f for k in node)
+        assert sum(map(len, policy.by_freq.values())) == len(policy.entries)
+        assert not policy.entries or policy.by_freq[policy.min_freq]
+
+
+def test_a_finished_requests_tail_leaves_before_its_head():
+    """Capacity 3. Request [a, b, c, x]: a, b, c are cached, x (its last block) is bypassed. When
+    [d, y] arrives they are refreshed tail first, so the LRU list is c, b, a: d evicts c, the
+    tail; plain LeCaR caches x and then evicts a, the head, first."""
+    ours, plain = make_policy("lecar-prefix", 3), make_policy("lecar", 3)
+    lists = [["a", "b", "c", "x"], ["d", "y"]]
+    assert ours.replay_requests(lists, 1) == [0, 0]
+    plain.replay_requests(lists, 1)
+    assert list(ours.log) == ["add:a", "add:b", "add:c", "skip:x", "evict:c", "add:d", "skip:y"]
+    assert list(plain.log)[3:5] == ["evict:a", "add:x"]
+    assert [k for k, _, _ in ours.snapshot()] == ["d", "a", "b"]
+    # The next request re-sending the prompt finds its first two blocks; plain LeCaR lost a.
+    assert ours.replay_requests([["a", "b", "c", "z"]], 1) == [2]
+    assert plain.replay_requests([["a", "b", "c", "z"]], 1) == [0]
+
+
+def test_the_refresh_reorders_the_lfu_bucket_too_so_the_experts_agree_on_the_tail():
+    """[a, b, c, x] then [a, b, c, y]: a, b, c are hit once (count 2, bucket order a, b, c). At
+    [d, z] the refresh makes both orders c, b, a: both experts name c, so c goes with no draw and
+    no ghost. Refreshing the LRU list alone would have LRU name c and LFU a: a draw."""
+    policy = make_policy("lecar-prefix", 3)
+    policy.replay_requests([["a", "b", "c", "x"], ["a", "b", "c", "y"]], 1)
+    state = policy.rand_state
+    policy.replay_requests([["d", "z"]], 1)
+    assert list(policy.log)[-3:] == ["evict:c", "add:d", "skip:z"]
+    assert policy.rand_state == state and not policy.ghost_lru and not policy.ghost_lfu
+    assert [k for k, _, _ in policy.snapshot()] == ["d", "a", "b"]
+
+
+@pytest.mark.parametrize("by_hook", [False, True])
+def test_a_bypassed_last_block_leaves_lecars_state_as_it_was(by_hook):
+    """Capacity 2: [a], [a], [b], [c] leave a ghost (a hit block and a new one disagree, a draw
+    decides). A prompt [c, g] ending on that ghost g: c hits, g is skipped, and the ghost, the
+    weights and the generator are as before: no regret, no draw."""
+    policy = make_policy("lecar-prefix", 2)
+    policy.replay_requests([["a"], ["a"], ["b"], ["c"]], 1)
+    ghosts = list(policy.ghost_lru) + list(policy.ghost_lfu)
+    assert len(ghosts) == 1
+    before = (list(policy.ghost_lru.items()), list(policy.ghost_lfu.items()), policy.w_lru, policy.rand_state)
+    run = replay_by_touch if by_hook else type(policy).replay_requests
+    run(policy, [["c", ghosts[0]]], 1)
+    assert list(policy.log)[-2:] == ["reuse:c", f"skip:{ghosts[0]}"]
+    assert (list(policy.ghost_lru.items()), list(policy.ghost_lfu.items()), policy.w_lru, policy.rand_state) == before
+    # The same block touched as a plain LeCaR would (not a prompt's last) is a ghost hit: the weights move.
+    policy.touch(ghosts[0], 1)
+    assert policy.w_lru != before[2]
+
+
+def test_a_plain_touch_is_lecars():
+    """Without request structure (`touch(key, bytes_)`) lecar-prefix decides as LeCaR."""
+    keys = [k for ids in hot_cold_requests(6, 20, 800) for k in ids]
+    ours, plain = make_policy("lecar-prefix", 20), make_policy("lecar", 20)
+    for k in keys:
+        ours.touch(k, 1)
+        plain.touch(k, 1)
+    assert full_state(ours) == full_state(plain)

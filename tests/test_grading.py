@@ -12,6 +12,7 @@ import contextlib
 import csv
 import io
 import json
+import os
 import re
 import shutil
 import subprocess
@@ -589,6 +590,31 @@ def test_release_nbval_names_what_a_notebook_leaves_for_the_next(tmp_path):
     assert warnings == [] and not (bundle / "notebooks" / "kvsched_answers").exists(), "the bundle itself is untouched"
     with pytest.raises(ValueError, match="jobs must be at least 1"):
         nbval_only_checks_fail(bundle, cell_timeout=60, jobs=0)
+
+
+def test_release_nbval_replays_a_library_policy_once_for_both_editions(tmp_path, monkeypatch):
+    """All of a release's notebooks share one fresh replay cache: the Chinese notebook's replay of
+    a library policy (run after the English one, here one job at a time) loads what the English one
+    computed, a learner-style class is computed in both, and a cache the caller had set is neither
+    read nor written (a cache folder from elsewhere is never trusted)."""
+    pytest.importorskip("kvsched_lab.sim.replay_cache", reason="the replay cache (KVSCHED_REPLAY_CACHE) is not merged")
+    from kvsched_lab.grading.release.release_build import build_release
+    from kvsched_lab.grading.release.release_nbval import REPLAY_CACHE_ENV, nbval_only_checks_fail
+
+    bundle = build_release(tmp_path / "bundle", _course(tmp_path), BUNDLE_URL)
+    for p in list((bundle / "notebooks").glob("*.ipynb")) + list((bundle / "notebooks" / "zh").glob("*.ipynb")):
+        p.unlink()
+    replays = ("from kvsched_lab.sim.replay import replay\nfrom kvsched_lab.sim.policies import POLICIES\n"
+               "from kvsched_lab.sim.traces import synthetic_trace\nreqs = synthetic_trace(60, seed=3)\n"
+               "lib = replay(reqs, 'lru', 40)\nmine = replay(reqs, type('Mine', (POLICIES['lru'],), {}), 40)\n"
+               "assert (lib.from_cache, mine.from_cache) == (CACHED, False), (lib.from_cache, mine.from_cache)\n"
+               "assert lib.prefix_hits == mine.prefix_hits")
+    write_notebook(v.notebook([(replays.replace("CACHED", "False"), [])]), bundle / "notebooks" / "01.ipynb")
+    write_notebook(v.notebook([(replays.replace("CACHED", "True"), [])]), bundle / "notebooks" / "zh" / "01.ipynb")
+    monkeypatch.setenv(REPLAY_CACHE_ENV, str(tmp_path / "callers-cache"))
+    problems, warnings = nbval_only_checks_fail(bundle, cell_timeout=60, jobs=1, stream=io.StringIO())
+    assert problems == [] and warnings == []
+    assert os.environ[REPLAY_CACHE_ENV] == str(tmp_path / "callers-cache") and not (tmp_path / "callers-cache").exists()
 
 
 def test_release_runs_the_two_editions_side_by_side(tmp_path):

@@ -10,7 +10,9 @@ from __future__ import annotations
 
 import contextlib
 import csv
+import io
 import json
+import os
 import re
 import shutil
 import subprocess
@@ -409,15 +411,29 @@ def test_release_builds_a_bundle_that_verifies_itself(release):
     setup = "".join(zh["cells"][1]["source"])
     assert setup.startswith(f'REPO_URL = "{BUNDLE_URL}"\n') and "初始化" in setup and tagged_cells(zh, "todo") == {"score": [2]}
     assert 'include = ["kvsched_lab*"]' in (out / "pyproject.toml").read_text()
-    # Each check is named as it starts and as it ends; the long nbval run names each notebook.
+    # Each check is named as it starts and as it ends (the Colab-style install runs beside the nbval
+    # run, so its end may come among the notebooks'); the nbval run names each notebook as it starts
+    # and as it ends, with its verdict and wall time; the last line gives wall and CPU seconds.
     log = (base / "release.log").read_text(encoding="utf-8").splitlines()
     started = [line[len("checking: "):-len(" ...")] for line in log if line.startswith("checking: ")]
     ended = [line[len("checked:  "):].rsplit(": ", 1)[0] for line in log if line.startswith("checked:  ")]
-    assert len(started) == 8 and started == ended and "nbval on both editions fails in check cells only" in started
+    assert len(started) == 8 and sorted(started) == sorted(ended) and len(set(started)) == 8
+    assert "nbval on both editions fails in check cells only" in started
     notebooks = sorted(p.relative_to(out).as_posix() for p in out.glob("notebooks/**/*.ipynb"))
-    assert sorted(line.split()[1] for line in log if line.startswith("  nbval: ")) == notebooks
+    lines = [line for line in log if line.startswith("  nbval: ")]
+    runs = [re.fullmatch(r"  nbval: (\S+) \((\d+) of (\d+)\) (started|ok in (\d+\.\d) s "
+                         r"\[(\d+) of \3 done, (?:\d+ min )?[\d.]+ s in\])", line) for line in lines]
+    assert all(runs) and len(runs) == 2 * len(notebooks), lines
+    assert sorted(m[1] for m in runs if m[4] == "started") == notebooks
+    assert sorted(m[1] for m in runs if m[4] != "started") == notebooks
+    assert sorted(int(m[6]) for m in runs if m[5]) == list(range(1, len(notebooks) + 1)), "a running count of those done"
+    assert "/zh/" not in next(m[1] for m in runs if m[4] == "started"), "the English edition is queued first"
     assert log.index("checking: nbval on both editions fails in check cells only ...") < \
         min(k for k, line in enumerate(log) if line.startswith("  nbval: "))
+    assert re.fullmatch(r"took \d+\.\d s wall, \d+\.\d s CPU \(this process and the ones it waited for\), "
+                        r"load average \S+ at the start, \S+ at the end", log[-1]), log[-1]
+    # Before, the probe of lab.reveal ran in the bundle and left 62 bytecode files in what is shipped.
+    assert not list(out.rglob("__pycache__")) and not list(out.rglob("*.pyc")), "no bytecode in the bundle"
     assert release_main([str(out), "--repo-url", BUNDLE_URL, "--notebooks", str(_course(base / "again"))]) == 2, \
         "no silent overwrite"
     assert release_main([str(base / "x"), "--repo-url", 'a" + b', "--notebooks", str(_course(base / "x2"))]) == 2
@@ -522,7 +538,8 @@ def test_bundle_runs_without_the_withheld_seed_policies(release):
 
 def test_release_checks_catch_leaks_dirt_and_failing_cells(tmp_path):
     from kvsched_lab.grading.release.release_build import build_release
-    from kvsched_lab.grading.release.release_checks import find_leaks, forbidden_lines, nbval_only_checks_fail, unclean_notebooks
+    from kvsched_lab.grading.release.release_checks import find_leaks, forbidden_lines, unclean_notebooks
+    from kvsched_lab.grading.release.release_nbval import nbval_only_checks_fail
 
     forbidden = forbidden_lines()
     assert "is_stale = (priority, last_used) != (entry.priority, entry.last_used)" in forbidden
@@ -544,17 +561,69 @@ def test_release_checks_catch_leaks_dirt_and_failing_cells(tmp_path):
         p.unlink()
     write_notebook(v.notebook([("x = 1", []), ("raise RuntimeError('broken demo')", []),
                                ("assert False", ["check:score"])]), bundle / "notebooks" / "01.ipynb")
-    problems, warnings = nbval_only_checks_fail(bundle, cell_timeout=60)
+    progress = io.StringIO()
+    problems, warnings = nbval_only_checks_fail(bundle, cell_timeout=60, stream=progress)
     assert len(problems) == 1 and "code cell 2 fails with the stubs" in problems[0], problems
     assert warnings == []
+    shown = progress.getvalue()
+    assert re.search(r"^  nbval: notebooks/01\.ipynb \(1 of 1\) 1 problem\(s\) in \d+\.\d s \[", shown, re.M), shown
+
+
+def test_release_nbval_names_what_a_notebook_leaves_for_the_next(tmp_path):
+    """Each notebook runs in a fresh copy of the bundle, so a file it leaves in the course folder (an
+    answer saved from a stub) would reach the next notebooks only in a Run All in order: it is a
+    problem, named with the notebook; one that leaves nothing passes, and so does every copy."""
+    from kvsched_lab.grading.release.release_build import build_release
+    from kvsched_lab.grading.release.release_nbval import nbval_only_checks_fail
+
+    bundle = build_release(tmp_path / "bundle", _course(tmp_path), BUNDLE_URL)
+    for p in list((bundle / "notebooks").glob("*.ipynb")) + list((bundle / "notebooks" / "zh").glob("*.ipynb")):
+        p.unlink()
+    leaves = ("import pathlib\npathlib.Path('kvsched_answers').mkdir()\n"
+              "pathlib.Path('kvsched_answers/score.json').write_text('{}')")
+    write_notebook(v.notebook([("x = 1", [])]), bundle / "notebooks" / "01.ipynb")
+    write_notebook(v.notebook([(leaves, [])]), bundle / "notebooks" / "02.ipynb")
+    write_notebook(v.notebook([("x = 1", [])]), bundle / "notebooks" / "zh" / "01.ipynb")
+    problems, warnings = nbval_only_checks_fail(bundle, cell_timeout=60, jobs=2, stream=io.StringIO())
+    assert problems == ["notebooks/kvsched_answers/score.json was left by the run: a later notebook of a Run All in "
+                        "order would read it (a saved answer: the untouched stubs must not save one)"], problems
+    assert warnings == [] and not (bundle / "notebooks" / "kvsched_answers").exists(), "the bundle itself is untouched"
+    with pytest.raises(ValueError, match="jobs must be at least 1"):
+        nbval_only_checks_fail(bundle, cell_timeout=60, jobs=0)
+
+
+def test_release_nbval_replays_a_library_policy_once_for_both_editions(tmp_path, monkeypatch):
+    """All of a release's notebooks share one fresh replay cache: the Chinese notebook's replay of
+    a library policy (run after the English one, here one job at a time) loads what the English one
+    computed, a learner-style class is computed in both, and a cache the caller had set is neither
+    read nor written (a cache folder from elsewhere is never trusted)."""
+    pytest.importorskip("kvsched_lab.sim.replay_cache", reason="the replay cache (KVSCHED_REPLAY_CACHE) is not merged")
+    from kvsched_lab.grading.release.release_build import build_release
+    from kvsched_lab.grading.release.release_nbval import REPLAY_CACHE_ENV, nbval_only_checks_fail
+
+    bundle = build_release(tmp_path / "bundle", _course(tmp_path), BUNDLE_URL)
+    for p in list((bundle / "notebooks").glob("*.ipynb")) + list((bundle / "notebooks" / "zh").glob("*.ipynb")):
+        p.unlink()
+    replays = ("from kvsched_lab.sim.replay import replay\nfrom kvsched_lab.sim.policies import POLICIES\n"
+               "from kvsched_lab.sim.traces import synthetic_trace\nreqs = synthetic_trace(60, seed=3)\n"
+               "lib = replay(reqs, 'lru', 40)\nmine = replay(reqs, type('Mine', (POLICIES['lru'],), {}), 40)\n"
+               "assert (lib.from_cache, mine.from_cache) == (CACHED, False), (lib.from_cache, mine.from_cache)\n"
+               "assert lib.prefix_hits == mine.prefix_hits")
+    write_notebook(v.notebook([(replays.replace("CACHED", "False"), [])]), bundle / "notebooks" / "01.ipynb")
+    write_notebook(v.notebook([(replays.replace("CACHED", "True"), [])]), bundle / "notebooks" / "zh" / "01.ipynb")
+    monkeypatch.setenv(REPLAY_CACHE_ENV, str(tmp_path / "callers-cache"))
+    problems, warnings = nbval_only_checks_fail(bundle, cell_timeout=60, jobs=1, stream=io.StringIO())
+    assert problems == [] and warnings == []
+    assert os.environ[REPLAY_CACHE_ENV] == str(tmp_path / "callers-cache") and not (tmp_path / "callers-cache").exists()
 
 
 def test_release_runs_the_two_editions_side_by_side(tmp_path):
-    """Before: one nbval run took the English notebooks, then the Chinese ones. Now each edition's
-    notebook waits for the other's to have started: run one after the other, the first would wait
-    in vain and fail; side by side, both pass, and every cell of both is reported."""
+    """Before: one nbval run took the English notebooks, then the Chinese ones. Now the notebooks
+    run several at once (here two): each edition's notebook waits for the other's to have started;
+    run one after the other, the first would wait in vain and fail; side by side, both pass, and
+    every cell of both is reported."""
     from kvsched_lab.grading.release.release_build import build_release
-    from kvsched_lab.grading.release.release_checks import nbval_only_checks_fail
+    from kvsched_lab.grading.release.release_nbval import nbval_only_checks_fail
 
     bundle = build_release(tmp_path / "bundle", _course(tmp_path), BUNDLE_URL)
     for p in list((bundle / "notebooks").glob("*.ipynb")) + list((bundle / "notebooks" / "zh").glob("*.ipynb")):
@@ -566,7 +635,7 @@ def test_release_runs_the_two_editions_side_by_side(tmp_path):
                 f"deadline = time.time() + 50\nwhile not (here / {other!r}).exists() and time.time() < deadline:\n"
                 f"    time.sleep(0.2)\nassert (here / {other!r}).exists(), 'the other edition never started'")
         write_notebook(v.notebook([(wait, []), ("x = 1", [])]), folder / "01.ipynb")
-    problems, warnings = nbval_only_checks_fail(bundle, cell_timeout=60)
+    problems, warnings = nbval_only_checks_fail(bundle, cell_timeout=60, jobs=2)
     assert problems == [] and warnings == []
     assert {p.name for p in meeting.iterdir()} == {"en", "zh"}
 

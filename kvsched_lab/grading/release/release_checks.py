@@ -11,8 +11,9 @@
 * installed the way Colab would (the setup cell's ``pip install --no-deps git+URL``, with URL a
   ``git+file://`` repository of the bundle, into a fresh environment), ``import solutions`` and
   ``import kvsched_lab.grading`` fail and ``lab.reveal`` says the reference is withheld;
-* ``pytest --nbval-lax`` on the bundle's notebooks, both editions side by side, fails in check
-  cells (``check:*``, and notebook 08's ``practice-check:*``) only.
+* ``pytest --nbval-lax`` on every notebook of both editions fails in check cells (``check:*``, and
+  notebook 08's ``practice-check:*``) only (release_nbval.py: each notebook in a fresh copy of the
+  bundle, several at once).
 """
 from __future__ import annotations
 
@@ -27,12 +28,12 @@ import sys
 import tempfile
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
-from typing import Dict, Iterator, List, Set, Tuple
+from typing import Iterator, List, Optional, Set, Tuple
 
 from kvsched_lab.grading.kernel import kernel_launcher
-from kvsched_lab.grading.kernel.nbrun import run_nbval
 from kvsched_lab.grading.release.release_build import (REPO, REPO_URL_LINE, WITHHELD_FILES, ZH, bundle_notebooks,
                                                clean_notebook)
+from kvsched_lab.grading.release.release_nbval import nbval_only_checks_fail
 from kvsched_lab.grading.release.steps import step
 from kvsched_lab.grading.judging.stubs import CHAPTER_EXERCISE, COURSE_GIVEN_LINES
 from kvsched_lab.sim.scheduler import TODO_METHODS
@@ -164,7 +165,7 @@ print(__import__("json").dumps(out))
 def reveal_withheld(bundle: Path) -> List[str]:
     """Problems unless ``lab.reveal`` says, for every TODO, that the reference is withheld."""
     code = _PROBE.format(launcher_dir=str(Path(kernel_launcher.__file__).parent), bundle=str(bundle), names=list(TODO_METHODS))
-    proc = subprocess.run([sys.executable, "-I", "-c", code], capture_output=True, text=True, timeout=120,
+    proc = subprocess.run([sys.executable, "-I", "-B", "-c", code], capture_output=True, text=True, timeout=120,
                           cwd=bundle)
     if proc.returncode != 0:
         return [f"lab.reveal could not run in the bundle: {proc.stderr.strip().splitlines()[-1:]}"]
@@ -240,84 +241,24 @@ def colab_install(bundle: Path) -> List[str]:
     return problems
 
 
-def _code_cell_tags(nb: dict) -> List[List[str]]:
-    return [c.get("metadata", {}).get("tags", []) for c in nb.get("cells", []) if c.get("cell_type") == "code"]
+def verify_release(bundle: Path, repo_url: str, cell_timeout: float = 300.0, run_notebooks: bool = True,
+                   jobs: Optional[int] = None) -> Tuple[List[str], List[str]]:
+    """(problems, warnings); each check is named on stdout as it starts and ends (steps.py's `step`).
 
-
-def nbval_only_checks_fail(bundle: Path, cell_timeout: float) -> Tuple[List[str], List[str]]:
-    """(problems, warnings) of running the bundle's notebooks as a student would, with stubs.
-
-    The two editions run side by side, each in its own copy of the bundle (its own kernels, answers
-    folder and nbval report), so the wall time is the longer edition's, not the sum: no notebook is
-    left out or reused, and a notebook's outcome cannot depend on the other edition's run.
-    """
-    with tempfile.TemporaryDirectory(prefix="kvsched-release-") as tmp:
-        editions: Dict[str, Tuple[Path, List[Path]]] = {}
-        for edition in ("en", ZH):
-            copy = Path(tmp) / edition / "bundle"
-            shutil.copytree(bundle, copy)
-            mine = [p for p in bundle_notebooks(copy) if (p.parent.name == ZH) == (edition == ZH)]
-            if mine:
-                editions[edition] = (copy, mine)
-        if not editions:
-            return ["the bundle has no notebooks"], []
-        rels = [p.relative_to(copy).as_posix() for copy, mine in editions.values() for p in mine]
-        order = {rel: k for k, rel in enumerate(rels, start=1)}
-
-        def say(rel: str) -> None:
-            print(f"  nbval: {rel} ({order.get(rel, '?')} of {len(rels)})", flush=True)
-
-        def run(copy: Path, mine: List[Path]):
-            return run_nbval(mine, copy, copy, cell_timeout=cell_timeout,
-                             wall_timeout=60 + cell_timeout * 4 * len(mine), on_notebook=say)
-
-        with ThreadPoolExecutor(max_workers=len(editions)) as pool:
-            runs = {edition: pool.submit(run, *job) for edition, job in editions.items()}
-            done = {edition: future.result() for edition, future in runs.items()}
-        problems, warnings = [], []
-        for edition, (outcomes, tail) in done.items():
-            if outcomes is None:
-                problems.append(f"nbval did not run ({edition}):\n{tail[-1500:]}")
-                continue
-            copy, mine = editions[edition]
-            p, w = _check_outcomes(copy, mine, outcomes)
-            problems += p
-            warnings += w
-        return problems, warnings
-
-
-def _check_outcomes(copy: Path, notebooks: List[Path], outcomes) -> Tuple[List[str], List[str]]:
-    """Problems: a failing cell that is not a check, a cell nbval never ran; warnings: a check passing on its stub."""
-    problems, warnings = [], []
-    for path in notebooks:
-        tags = _code_cell_tags(json.loads(path.read_text(encoding="utf-8")))
-        rel = path.relative_to(copy).as_posix()
-        for k, cell_tags in enumerate(tags):
-            outcome, message = outcomes.get(f"{rel}::Cell {k}", ("missing", ""))
-            # notebook 08's practice checks (not graded) fail on their stubs too
-            is_check = any(t.startswith(("check:", "practice-check:")) for t in cell_tags)
-            if outcome == "failed" and not is_check:
-                problems.append(f"{rel} code cell {k + 1} fails with the stubs: {message}")
-            elif outcome == "passed" and is_check:
-                warnings.append(f"{rel} code cell {k + 1} ({', '.join(cell_tags)}) passes on the untouched stub")
-            elif outcome == "missing":
-                problems.append(f"{rel} code cell {k + 1} was not run by nbval")
-    return problems, warnings
-
-
-def verify_release(bundle: Path, repo_url: str, cell_timeout: float = 300.0,
-                   run_notebooks: bool = True) -> Tuple[List[str], List[str]]:
-    """(problems, warnings); each check is named on stdout as it starts and ends (steps.py's `step`)."""
+    The Colab-style install (a git commit, a venv, pip: mostly waiting) runs beside the notebooks'
+    nbval run, `jobs` notebooks at once (release_nbval.py); the other checks take a second or less."""
     problems = step("no grader, reference, tests or withheld file", forbidden_paths, bundle)
     problems += step("every notebook clean", unclean_notebooks, bundle)
     problems += step("the Chinese edition complete", incomplete_zh_edition, bundle)
     problems += step("no line of the reference", lambda: find_leaks(bundle, forbidden_lines()))
     problems += step("setup cells install from --repo-url", setup_cell_urls, bundle, repo_url)
     problems += step("lab.reveal says withheld", reveal_withheld, bundle)
-    problems += step("a Colab-style install holds no reference", colab_install, bundle)
     warnings: List[str] = []
-    if run_notebooks:
-        p, warnings = step("nbval on both editions fails in check cells only", nbval_only_checks_fail, bundle,
-                           cell_timeout)
-        problems += p
+    with ThreadPoolExecutor(max_workers=1) as beside:
+        install = beside.submit(step, "a Colab-style install holds no reference", colab_install, bundle)
+        ran: List[str] = []
+        if run_notebooks:
+            ran, warnings = step("nbval on both editions fails in check cells only", nbval_only_checks_fail, bundle,
+                                 cell_timeout, jobs)
+        problems += install.result() + ran
     return problems, warnings

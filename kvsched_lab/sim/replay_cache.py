@@ -38,6 +38,7 @@ from typing import Any, Callable, Dict, Iterator, Optional, Sequence
 ENV = "KVSCHED_REPLAY_CACHE"  # the folder; unset or empty: no cache
 FORMAT = "kvsched-replay-cache/1"  # the tag every cache file carries; bump it when the layout changes
 SIM_FOLDER = Path(__file__).resolve().parent  # kvsched_lab/sim: its sources are part of every key
+PLAIN = frozenset((int, str))  # the only field types keyed: their repr is exact and the same in every process
 
 
 def cache_folder() -> Optional[Path]:
@@ -79,10 +80,6 @@ def is_library_policy(name: Any) -> bool:
     return SIM_FOLDER in where.parents
 
 
-def _plain(value: Any) -> bool:
-    return type(value) in (int, str)  # their repr is exact and the same in every process
-
-
 def replay_key(name: str, capacity_blocks: int, requests: Sequence[Any], *, block_bytes: int, metric: str,
                block_tokens: int, per_request: bool, sources: str) -> Optional[str]:
     """The cache key of one replay, or None when a request's fields are not plain ints and strings
@@ -93,7 +90,7 @@ def replay_key(name: str, capacity_blocks: int, requests: Sequence[Any], *, bloc
     h.update(json.dumps(args, sort_keys=True).encode())
     for r in requests:
         head = (r.timestamp, r.input_length, r.output_length)
-        if not all(_plain(v) for v in head) or type(r.hash_ids) is not tuple or not all(_plain(k) for k in r.hash_ids):
+        if type(r.hash_ids) is not tuple or not PLAIN.issuperset(map(type, head)) or not PLAIN.issuperset(map(type, r.hash_ids)):
             return None
         h.update(repr((head, r.hash_ids)).encode())
         h.update(b"\n")

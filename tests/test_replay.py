@@ -119,7 +119,7 @@ def test_replay_result_names_the_scheduler_and_counts_block_hits():
     row = res.to_dict()
     assert row["policy"] == "lru" and row["block_hits"] == 4 and set(row) == {
         "policy", "capacity_blocks", "requests", "block_refs", "prefix_hits", "prefix_hit_rate", "wall_seconds",
-        "block_hits", "block_hit_rate", "metric", "prompt_tokens", "prefix_hit_tokens", "hits_per_request"}
+        "block_hits", "block_hit_rate", "metric", "prompt_tokens", "prefix_hit_tokens", "hits_per_request", "from_cache"}
     assert row["hits_per_request"] is None  # kept only when asked
     assert replay(HAND_TRACE, KVCacheSchedulerSim, 3).policy == "KVCacheSchedulerSim"
 

@@ -6,6 +6,7 @@
 - invariants.py: what any scheduler's state and log must satisfy (`check_invariants`).
 - traces.py: Mooncake traces (shipped in ``kvsched_lab/data/traces``) and generated workloads.
 - replay.py: the replay protocol (a trace through one policy at one capacity; the prefix-hit rate).
+- replay_cache.py: ``KVSCHED_REPLAY_CACHE``: a library policy's replay computed once per key, shared through a folder.
 - policies/: the policy zoo (LRU, FIFO, LFU, ARC, S3-FIFO, GDSF, Belady, vLLM's and SGLang's
   rules, the chapter's scheduler) behind one `Policy` API.
 - serving/: tenants, service classes and deadlines on top of the replay: tenant-aware caches and a

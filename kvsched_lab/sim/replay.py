@@ -21,6 +21,10 @@ again when the request ends. Other policies' partial blocks take no room.
 Any scheduler with the chapter's API replays: the learner's class, the reference, a library
 policy. Library policies may offer ``replay_requests(id_lists, bytes_)``, a hot loop that gives
 the same hits as touching one block at a time (the policy tests prove it).
+
+With ``KVSCHED_REPLAY_CACHE=<folder>`` set, a library policy given by name is replayed once per
+key and its result shared through that folder (`kvsched_lab.sim.replay_cache`); a learner's class
+or instance is always replayed.
 """
 from __future__ import annotations
 
@@ -30,6 +34,7 @@ from dataclasses import asdict, dataclass
 from typing import Any, Callable, Hashable, List, Optional, Sequence, Union
 
 from kvsched_lab.i18n import _
+from kvsched_lab.sim import replay_cache
 from kvsched_lab.sim.policies.base import Policy, gc_paused, generic_replay_requests
 from kvsched_lab.sim.traces import MOONCAKE_BLOCK_TOKENS, Request, sort_by_arrival
 
@@ -52,6 +57,7 @@ class ReplayResult:
     prompt_tokens: Optional[int] = None  # vllm-tokens: sum of input_length
     prefix_hit_tokens: Optional[int] = None  # vllm-tokens: cached prompt tokens, vLLM's way
     hits_per_request: Optional[List[int]] = None  # per_request=True: each request's prefix hits, arrival order
+    from_cache: bool = False  # read back from KVSCHED_REPLAY_CACHE: wall_seconds is the computing run's, not this one's
 
     def to_dict(self) -> dict:
         return asdict(self)
@@ -86,6 +92,29 @@ def replay(
     tokens = metric == "vllm-tokens"
     # vLLM caches a prompt's full blocks only: the request replays those.
     id_lists = [r.hash_ids[:r.input_length // block_tokens] if tokens else r.hash_ids for r in ordered]
+
+    def compute() -> ReplayResult:
+        return _replay_ordered(ordered, id_lists, policy, capacity_blocks, block_bytes=block_bytes,
+                               progress=progress, metric=metric, block_tokens=block_tokens, per_request=per_request)
+
+    folder = replay_cache.cache_folder() if replay_cache.is_library_policy(policy) else None
+    key = folder and replay_cache.replay_key(policy, capacity_blocks, ordered, block_bytes=block_bytes, metric=metric,
+                                             block_tokens=block_tokens, per_request=per_request,
+                                             sources=replay_cache.source_digest())
+    if not key:
+        return compute()
+    expect = {"policy": policy, "capacity_blocks": capacity_blocks, "requests": len(ordered), "metric": metric,
+              "block_refs": sum(len(ids) for ids in id_lists),
+              "prompt_tokens": sum(r.input_length for r in ordered) if tokens else None}
+    return replay_cache.cached_replay(key, folder, expect, ReplayResult, compute, per_request=per_request,
+                                      block_tokens=block_tokens)
+
+
+def _replay_ordered(ordered: Sequence[Request], id_lists: Sequence[Sequence[Hashable]], policy: Any,
+                    capacity_blocks: int, *, block_bytes: int, progress: bool, metric: str, block_tokens: int,
+                    per_request: bool) -> ReplayResult:
+    """`replay` proper, on requests already in arrival order and the block ids each one replays."""
+    tokens = metric == "vllm-tokens"
     capacity_bytes = capacity_blocks * block_bytes
     sim, name = _build(policy, capacity_bytes, id_lists)
 

@@ -105,7 +105,11 @@ def test_policy_table_covers_both_traces_with_gap_shares():
 def test_sweep_section_counts_its_replays():
     sweep = quick_report()["sweep"]
     assert sweep["replays"] == len(POLICIES) * len(sweep["capacities"]) == len(POLICIES) * 8
-    assert positive(sweep["seconds"])
+    assert positive(sweep["seconds"]) and positive(sweep["wall_seconds"])
+    # every policy's CPU share, slowest first, adding up to (at most) the sweep's CPU seconds
+    spent = sweep["policy_seconds"]
+    assert list(spent) == sorted(spent, key=lambda n: -spent[n]) and set(spent) == set(POLICIES)
+    assert 0 < sum(spent.values()) <= sweep["seconds"] * (1 + 1e-9) + 1e-6
 
 
 def test_gap_closed_is_the_share_of_the_lru_to_belady_gap():
@@ -120,6 +124,8 @@ def test_markdown_names_the_machine_and_every_section():
     for heading in ("### 1.", "### 2.", "### 3.", "### 4.", "### 5."):
         assert heading in text
     assert "| lru |" in text
+    slowest = next(iter(quick_report()["sweep"]["policy_seconds"]))
+    assert f"CPU s per policy, slowest first: {slowest} " in text  # the sweep says where its time goes
 
 
 def test_bench_main_json(capsys, monkeypatch):

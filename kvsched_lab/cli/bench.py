@@ -12,7 +12,7 @@ Sections (each a key of the JSON report, each a table of the markdown report):
    prefix hits, against the FLOP ratio from `TinyDecoder.flops_prefill` (dense and causal-only).
 4. ``policies``: prefix-hit rate of every policy at 4k, 8k and 16k blocks on both Mooncake traces,
    with the share of the LRU-to-optimal gap each closes: (policy - lru) / (belady - lru).
-5. ``sweep``: wall time of all policies x 8 capacities on the conversation trace (one core).
+5. ``sweep``: CPU time of all policies x 8 capacities on the conversation trace (one core), each policy's share, wall time beside it.
 6. ``tiers``: copy time per block device <-> host <-> disk next to recompute time, and the
    break-even link speed for real models (kvsched_lab/cli/bench_tiers.py).
 7. ``slo``: notebook 10's prefill server: SLO attainment, goodput, wasted prefill and rejections for

@@ -67,7 +67,9 @@ def to_markdown(report: Dict[str, Any]) -> str:
         lines.append("Best online policy: " + ", ".join(f"{cap}: {n}" for cap, n in t["best_online"].items()))
     sw = report["sweep"]
     lines += ["", f"### 5. Sweep: {sw['policies']} policies x {len(sw['capacities'])} capacities on the conversation trace: "
-              f"{sw['seconds']:.1f} s (target <= {sw['target_s']:g} s{'' if sw['ok'] else ', **MISS**'})"]
+              f"{sw['seconds']:.1f} CPU s (target <= {sw['target_s']:g} s{'' if sw['ok'] else ', **MISS**'}; "
+              f"{sw['wall_seconds']:.1f} s wall). CPU s per policy, slowest first: "
+              + ", ".join(f"{name} {s:.1f}" for name, s in sw["policy_seconds"].items())]
     if report.get("tiers"):  # section 6 (cli/bench_tiers.py)
         from kvsched_lab.cli.bench_tiers import tiers_markdown
 

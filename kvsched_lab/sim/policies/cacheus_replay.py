@@ -3,7 +3,10 @@
 A call per touch and an attribute look-up per field would cost more than the rules themselves, so
 this loop keeps every field in a local and writes them back at the end, even if interrupted.
 It runs only when every block has the one size of the replay; otherwise the replay goes touch by
-touch. tests/test_policies.py checks that both give the same log, entries and snapshot.
+touch. Against the hook path it saves what one size allows: H's and the ghosts' trims take one
+block, a victim named by CR-LFU proves its count's bucket was not empty (the walk up to the next
+count is checked only when that bucket empties), and a block is looked up in one ghost at most.
+tests/test_policy_cacheus.py checks that both give the same log and every field of the state.
 """
 from __future__ import annotations
 
@@ -70,6 +73,7 @@ def replay_one_size(policy: Any, hash_id_lists: Iterable[Sequence[Hashable]], by
     w_lru, w_lfu = policy.w_lru, policy.w_lfu
     interval_hits = policy.interval_hits
     state = policy.rand_state
+    ones = by_freq[1]  # count 1's keys (buckets are never dropped): every new block joins them
     out: List[int] = []
     contains = entries.__contains__
     try:
@@ -88,35 +92,39 @@ def replay_one_size(policy: Any, hash_id_lists: Iterable[Sequence[Hashable]], by
                         r_list[key] = None
                         r_bytes += b
                         while r_bytes > r_target:
-                            old = r_pop(last=False)[0]
+                            sr_list[r_pop(False)[0]] = DEMOTED
                             r_bytes -= b
-                            sr_list[old] = DEMOTED
                             sr_bytes += b
                             demoted += 1
                     f = freq[key]
                     node = by_freq[f]
                     del node[key]
                     f += 1
-                    link(freq, by_freq, key, f)
-                    if f > max_f:
-                        max_f = f
+                    freq[key] = f
+                    up = by_freq.get(f)
+                    if up is None:
+                        up = by_freq[f] = OrderedDict()
+                        if f > max_f:
+                            max_f = f
+                    up[key] = None
                     if not node and min_f == f - 1:
                         min_f = f  # the block just moved there: the next used count
                     emit((reuse, key))
                 else:
-                    if key in ghost_lru:  # rule 3
+                    # Rule 3. A block is in one ghost at most: it enters one only when evicted,
+                    # and its miss, before it is cached again, took it out of both.
+                    if ghost_lru.pop(key, None) is not None:
                         w_lru *= exp(-policy.lr)
-                    elif key in ghost_lfu:
+                        gl_bytes -= b
+                    elif ghost_lfu.pop(key, None) is not None:
                         w_lfu *= exp(-policy.lr)
+                        gf_bytes -= b
                     w_lru = w_lru / (w_lru + w_lfu)
                     w_lfu = 1 - w_lru
-                    if ghost_lru.pop(key, None) is not None:
-                        gl_bytes -= b
-                    if ghost_lfu.pop(key, None) is not None:
-                        gf_bytes -= b
                     while cur + b > cap:  # rule 2
                         lru_key = next(iter(sr_list or r_list))
-                        lfu_key = next(reversed(by_freq[min_f]))
+                        lowest = by_freq[min_f]  # not empty: it names CR-LFU's victim
+                        lfu_key = next(reversed(lowest))
                         state = (state * LEHMER_MULTIPLIER) & MASK128
                         lru_chosen = ((state >> 64) % 100) / 100 < w_lru
                         victim = lru_key if lru_chosen else lfu_key
@@ -129,80 +137,85 @@ def replay_one_size(policy: Any, hash_id_lists: Iterable[Sequence[Hashable]], by
                             sr_bytes -= b
                             if flags & DEMOTED:
                                 demoted -= 1
-                            new = flags & NEW
+                            new = flags == NEW
                             if new:
                                 new_in_h += 1
                         del entries[victim]
                         cur -= b
-                        h_bytes = to_history(freq, by_freq, history, victim, bool(new), b, h_bytes, cap)
-                        if not by_freq.get(min_f):
+                        f = freq.pop(victim)  # into H with its count
+                        del by_freq[f][victim]
+                        history[victim] = (b, new, f)
+                        h_bytes += b
+                        while h_bytes >= cap:
+                            h_pop(False)
+                            h_bytes -= b
+                        if f == min_f and not lowest:
                             min_f = next_used(by_freq, min_f, max_f, -1 if victim == lfu_key else min_f)
                         emit((evict, victim))
                         if lru_key != lfu_key:
                             if lru_chosen:
                                 ghost_lru[victim] = b
                                 gl_bytes += b
-                                while gl_bytes > g_limit:
-                                    ghost_lru.popitem(last=False)
+                                if gl_bytes > g_limit:
+                                    ghost_lru.popitem(False)
                                     gl_bytes -= b
                             else:
                                 ghost_lfu[victim] = b
                                 gf_bytes += b
-                                while gf_bytes > g_limit:
-                                    ghost_lfu.popitem(last=False)
+                                if gf_bytes > g_limit:
+                                    ghost_lfu.popitem(False)
                                     gf_bytes -= b
                     past = history.get(key)
-                    if b > (r_target if past is not None else sr_target):
+                    if b > (sr_target if past is None else r_target):  # SR-LRU's can_insert
                         emit((SKIP, key))
                     else:
                         entries[key] = b
                         cur += b
                         if past is None:  # new: count 1, SR
-                            f = 1
                             sr_list[key] = NEW
                             sr_bytes += b
+                            freq[key] = 1
+                            ones[key] = None
+                            min_f = 1
                         else:  # back from H: count + 1, R
                             del history[key]
                             h_bytes -= b
                             f = past[2] + 1
                             while r_bytes + b > r_target:
-                                old = r_pop(last=False)[0]
+                                sr_list[r_pop(False)[0]] = DEMOTED
                                 r_bytes -= b
-                                sr_list[old] = DEMOTED
                                 sr_bytes += b
                                 demoted += 1
                             r_list[key] = None
                             r_bytes += b
-                        link(freq, by_freq, key, f)
-                        if f > max_f:
-                            max_f = f
-                        if f == 1 or min_f > f or min_f == -1:
-                            min_f = f
-                        if past is not None and past[1]:  # SR was too small
-                            ratio = demoted // new_in_h
-                            delta = 1.0 if ratio == 0 else ratio + 0.5
-                            if sr_target + delta > cur - 1:
-                                sr_target = cur - 1
-                            else:
-                                sr_target = int(sr_target + delta)
-                            r_target = cap - sr_target
+                            link(freq, by_freq, key, f)
+                            if f > max_f:
+                                max_f = f
+                            if min_f > f or min_f == -1:
+                                min_f = f
+                            if past[1]:  # it left SR unhit: SR was too small
+                                ratio = demoted // new_in_h
+                                delta = 1.0 if ratio == 0 else ratio + 0.5
+                                if sr_target + delta > cur - 1:
+                                    sr_target = cur - 1
+                                else:
+                                    sr_target = int(sr_target + delta)
+                                r_target = cap - sr_target
                         while sr_bytes > sr_target:  # SR's oldest leave, no expert asked
-                            old, flags = sr_pop(last=False)
+                            old, flags = sr_pop(False)
                             sr_bytes -= b
                             if flags & DEMOTED:
                                 demoted -= 1
-                            if flags & NEW:
+                            new = flags == NEW
+                            if new:
                                 new_in_h += 1
                             del entries[old]
                             cur -= b
-                            h_bytes = to_history(freq, by_freq, history, old, bool(flags & NEW), b, h_bytes, cap)
+                            h_bytes = to_history(freq, by_freq, history, old, new, b, h_bytes, cap)
                             if not by_freq.get(min_f):
                                 min_f = next_used(by_freq, min_f, max_f, min_f)
                             emit((evict, old))
                         emit((add, key))
-                        while h_bytes >= cap:
-                            h_pop(last=False)
-                            h_bytes -= b
                 if time % cap == 0:  # rule 4: rare, through the method
                     policy.interval_hits, policy.rand_state = interval_hits, state
                     policy._update_lr()

@@ -29,16 +29,17 @@ differed from libCacheSim on 2 to 121 accesses of the trace heads at 200, 333 an
 
 Layout: ``window``, ``probation`` and ``protected`` are `OrderedDict`s key -> bytes, least
 recently used first; ``entries`` holds every cached key. One touch costs O(1) plus the sketch's
-10 counters.
+10 counters. Replays of one block size run the same rules in the inlined loop of wtinylfu_replay.py.
 """
 from __future__ import annotations
 
 from collections import OrderedDict
-from typing import Hashable, List, Optional, Sequence, Tuple
+from typing import Hashable, Iterable, List, Optional, Sequence, Tuple
 
 from kvsched_lab.sim.events import ADD, EVICT, REUSE, SKIP
 from kvsched_lab.sim.policies.base import Policy
 from kvsched_lab.sim.policies.sketch import CountingBloomFilter
+from kvsched_lab.sim.policies.wtinylfu_replay import replay_one_size
 
 WINDOW_SHARE = 0.01  # of the bytes, rounded down
 PROBATION_SHARE = 1 / 5  # of the main cache's bytes (libCacheSim's SLRU "seg-size=1:4"); protected: 4 / 5
@@ -174,3 +175,6 @@ class WTinyLFUPolicy(Policy):
         return ([(k, "protected", b) for k, b in reversed(self.protected.items())]
                 + [(k, "probation", b) for k, b in reversed(self.probation.items())]
                 + [(k, "window", b) for k, b in reversed(self.window.items())])
+
+    def _replay(self, hash_id_lists: Iterable[Sequence[Hashable]], bytes_: int) -> List[int]:
+        return replay_one_size(self, hash_id_lists, bytes_)

@@ -1,0 +1,86 @@
+"""W-TinyLFU's fast replay loop (wtinylfu_replay.py) against its hook path, and the sketch's batch hashing.
+
+The zoo-wide test (tests/test_policies.py) replays caches of at most 24 bytes, where W-TinyLFU's
+window (1%) is empty and every block is skipped; these caches are large enough for a window, an
+SLRU that overflows, admissions both ways and the sketch's halving.
+"""
+import random
+
+import pytest
+
+from kvsched_lab import check_invariants
+from kvsched_lab.sim.policies import make_policy
+from kvsched_lab.sim.policies.sketch import MASK64, CountingBloomFilter
+from policy_helpers import replay_by_touch
+
+
+def state(policy):
+    return (list(policy.log.events()), dict(policy.entries), policy.snapshot(), policy.current_bytes,
+            policy.time, policy.hits, policy.window_bytes, policy.probation_bytes, policy.protected_bytes,
+            policy.main_hits, list(policy.sketch.counters))
+
+
+def hot_cold_requests(seed, capacity, n):
+    """Requests of 1-6 blocks, half from a hot set of a third of the cache, half from a cold tail."""
+    rng = random.Random(seed)
+    return [[rng.randrange(capacity // 3) if rng.random() < 0.5 else rng.randrange(5 * capacity)
+             for _ in range(rng.randint(1, 6))] for _ in range(n)]
+
+
+@pytest.mark.parametrize("capacity, bytes_", [(100, 1), (137, 1), (250, 2), (501, 1)])
+def test_fast_replay_equals_the_hook_path(capacity, bytes_):
+    lists = hot_cold_requests(capacity, capacity, 1500)
+    fast, slow = make_policy("wtinylfu", capacity * bytes_), make_policy("wtinylfu", capacity * bytes_)
+    half = len(lists) // 2  # two calls: the state carries from one replay into the next
+    assert fast.replay_requests(lists[:half], bytes_) + fast.replay_requests(lists[half:], bytes_) \
+        == replay_by_touch(slow, lists, bytes_)
+    assert state(fast) == state(slow)
+    check_invariants(fast)
+    ops = {op for op, _ in fast.log.events()}
+    assert ops == {"add", "reuse", "evict"} and fast.protected and fast.probation and fast.window
+
+
+def test_fast_replay_equals_the_hook_path_through_the_sketchs_halving():
+    """A hot set hit in main often enough that the counters halve (every 32 x main bytes main hits)."""
+    rng = random.Random(3)
+    lists = [[rng.randrange(40) if rng.random() < 0.9 else rng.randrange(1000)] for _ in range(12000)]
+    fast, slow = make_policy("wtinylfu", 100), make_policy("wtinylfu", 100)
+    halvings = []
+    decay = fast.sketch.decay
+    fast.sketch.decay = lambda: (halvings.append(fast.time), decay())
+    assert fast.replay_requests(lists, 1) == replay_by_touch(slow, lists, 1)
+    assert state(fast) == state(slow)
+    assert len(halvings) >= 2
+
+
+def test_after_mixed_sizes_the_replay_goes_touch_by_touch():
+    lists = hot_cold_requests(1, 200, 300)
+    fast, slow = make_policy("wtinylfu", 400), make_policy("wtinylfu", 400)
+    for policy in (fast, slow):
+        policy.schedule([("big", 2), ("small", 1)])
+    assert fast.replay_requests(lists, 1) == replay_by_touch(slow, lists, 1)
+    assert state(fast) == state(slow)
+
+
+def test_an_unhashable_id_raises_after_the_requests_before_it():
+    """The sketch learns every id before the loop; a bad one is still refused where the loop meets
+    it (counting its request's prefix hits), the requests before it replayed."""
+    policy, slow = make_policy("wtinylfu", 200), make_policy("wtinylfu", 200)
+    before = hot_cold_requests(2, 200, 100)
+    with pytest.raises(TypeError):
+        policy.replay_requests(before + [[1, ["unhashable"], 2]], 1)
+    replay_by_touch(slow, before, 1)
+    assert state(policy) == state(slow) and policy.time > 0
+
+
+def test_batch_positions_are_the_scalar_hashs():
+    """`learn` (numpy, every new int key at once) gives `slots` (XXH64 one key at a time) for every
+    key, edge values and non-int keys included (tests/test_crosscheck_libcachesim.py checks the
+    scalar hash against libCacheSim's decisions)."""
+    rng = random.Random(0)
+    keys = [0, 1, 255, 256, 2 ** 32, MASK64, 2 ** 63, True, False, -1, 2 ** 64, "a", (1, 2), 3.5]
+    keys += [rng.getrandbits(64) for _ in range(3000)] + list(range(1000))
+    batch, scalar = CountingBloomFilter(7920), CountingBloomFilter(7920)
+    batch.learn(keys + [["unhashable"]])
+    for key in keys:
+        assert list(batch.known_slots[key]) == list(scalar.slots(key)), key

@@ -42,6 +42,7 @@ ROOT = Path(__file__).resolve().parents[1]
 FULL = {t: (20, "passed") for t in TODOS}
 LESS = -1  # expected points: fewer than 20 (partial credit by case family), more than none only if it says so
 MIXED = v.mixed_rounds()
+NOTEBOOK_ROUNDS = 5  # rounds of MIXED graded as notebook series; the rest as .py files
 # Sandboxed where bubblewrap can run; elsewhere the same batch runs unsandboxed (rows then say so).
 SANDBOX_ARGS = [] if probe()[0] else ["--no-sandbox"]
 
@@ -85,6 +86,11 @@ def _wrong(w: v.Wrong) -> Tuple[int, Optional[str]]:
     return (LESS, "failed") if w.grader == "failed" else (LESS, None)
 
 
+def _mixed(r: int) -> str:
+    """The submission that holds round `r` of MIXED."""
+    return f"nb-mixed-{r}" if r < NOTEBOOK_ROUNDS else f"mixed-{r}.py"
+
+
 def _py(root: Path, name: str, methods: Dict[str, str]) -> Path:
     path = root / name
     path.write_text(v.py_submission(methods), encoding="utf-8")
@@ -104,9 +110,15 @@ def _build(root: Path) -> Dict[str, Dict[str, Tuple[int, str]]]:
     want["skeleton.py"] = {t: (0, "not attempted") for t in TODOS}
     # Every wrong answer and every alternative of tests/grading_cases/variants.py (the public checks'
     # tests use the same ones), a few TODOs per submission: wrong ones fail, the others keep their points.
+    # The first rounds are notebook series (wrong and right answers mixed across the notebooks),
+    # the others .py files.
     for r, sources in enumerate(MIXED):
-        _py(root, f"mixed-{r}.py", {t: src for t, (src, _) in sources.items()})
-        want[f"mixed-{r}.py"] = {t: (20, "passed") if w is None else _wrong(w) for t, (_, w) in sources.items()}
+        code = {t: src for t, (src, _) in sources.items()}
+        if r < NOTEBOOK_ROUNDS:
+            v.write_series(root / _mixed(r), code)
+        else:
+            _py(root, _mixed(r), code)
+        want[_mixed(r)] = {t: (20, "passed") if w is None else _wrong(w) for t, (_, w) in sources.items()}
     for k in range(2):
         _py(root, f"alt-{k}.py", {t: alts[k] for t, alts in v.ALTERNATIVES.items()})
         want[f"alt-{k}.py"] = FULL
@@ -134,17 +146,6 @@ def _build(root: Path) -> Dict[str, Dict[str, Tuple[int, str]]]:
     (root / "single" / "all.ipynb").rename(root.parent / "single.ipynb")
     (root / "single").rmdir()
     want["single.ipynb"] = FULL
-    # Wrong answers mixed with right ones across the series: each TODO is graded alone.
-    for k in range(5):
-        sources, expect = {}, {}
-        for i, t in enumerate(TODOS):
-            if (i + k) % 2 == 0:
-                wrong = v.graded_wrong(t)[k]
-                sources[t], expect[t] = wrong.source, _wrong(wrong)
-            else:
-                sources[t], expect[t] = v.ALTERNATIVES[t][k % 2], (20, "passed")
-        v.write_series(root / f"nb-mixed-{k}", sources)
-        want[f"nb-mixed-{k}"] = expect
 
     # Misbehaviour.
     broken = v.write_series(root / "nb-broken", {"heap": LOOP, "stale": RAISES, "entry": SYNTAX, "snapshot": RENAMED,
@@ -181,12 +182,12 @@ def batch(tmp_path_factory):
     want = _build(root)
     out = tmp_path_factory.mktemp("grades")
     # The class folder itself is the argument: each entry in it is one submission.
-    code = grade_main([str(root), str(root.parent / "single.ipynb"), "--out", str(out), "--jobs", "2",
-                       "--timeout", "5", *SANDBOX_ARGS])
+    args = [str(root), str(root.parent / "single.ipynb"), "--jobs", "2", "--timeout", "5", *SANDBOX_ARGS]
+    code = grade_main(args[:2] + ["--out", str(out)] + args[2:])
     with open(out / "grades.csv", newline="", encoding="utf-8") as f:
         rows = list(csv.DictReader(f))
     return {"code": code, "rows": {Path(r["submission"]).name: r for r in rows}, "want": want, "out": out,
-            "header": rows and list(rows[0])}
+            "header": rows and list(rows[0]), "args": args}
 
 
 def _feedback(batch, name: str) -> str:
@@ -227,7 +228,7 @@ def test_untouched_stubs_get_zero_marked_not_attempted(batch, name):
 def test_each_wrong_answer_loses_points_in_its_own_todo_only(batch, r):
     """Each wrong answer scores under 20 on its TODO, naming the failing families and the first
     difference; the correct TODOs beside it keep 20."""
-    name = f"mixed-{r}.py"
+    name = _mixed(r)
     _check(batch, name)
     text = _feedback(batch, name)
     for t, (_, wrong) in MIXED[r].items():
@@ -246,8 +247,11 @@ def test_every_graded_variant_is_in_the_batch():
         assert {src for sources in MIXED for src, w in [sources[t]] if w is None} == set(v.ALTERNATIVES[t])
 
 
-@pytest.mark.parametrize("k", range(5))
+@pytest.mark.parametrize("k", range(NOTEBOOK_ROUNDS))
 def test_notebook_series_mixing_wrong_and_right_answers(batch, k):
+    """Wrong answers mixed with right ones across a series of notebooks: each TODO is graded alone."""
+    assert (batch["want"][f"nb-mixed-{k}"].keys() == set(TODOS)
+            and any(w is not None for _, w in MIXED[k].values()) and any(w is None for _, w in MIXED[k].values()))
     _check(batch, f"nb-mixed-{k}")
 
 
@@ -681,7 +685,7 @@ def test_release_ships_a_complete_and_current_chinese_edition(tmp_path):
 def test_grade_refuses_without_a_sandbox_unless_told(monkeypatch, tmp_path, capsys):
     """Where bubblewrap cannot run, `kvsched grade` stops and says how to enable it or go without;
     `kvsched doctor --grading` says the same. (A probe that fails is simulated: here it may well work.)"""
-    from kvsched_lab.cli.doctor import diagnose
+    from kvsched_lab.cli.doctor import _grading_sandbox
     from kvsched_lab.grading.box import sandbox
 
     monkeypatch.setattr(sandbox, "probe", lambda: (False, "bubblewrap (bwrap) is not installed"))
@@ -691,7 +695,8 @@ def test_grade_refuses_without_a_sandbox_unless_told(monkeypatch, tmp_path, caps
     err = capsys.readouterr().err
     assert "bubblewrap (bwrap) is not installed" in err and "apt-get install bubblewrap" in err and "--no-sandbox" in err
     assert not (tmp_path / "out").exists()
-    row = next(r for r in diagnose(grading=True) if r[0] == "grading sandbox")
+    # Its sandbox row alone (the whole diagnosis imports torch; test_packaging.py runs it end to end).
+    row = next(r for r in _grading_sandbox() if r[0] == "grading sandbox")
     assert row[1] is False and "--no-sandbox" in row[2] and "apt-get install bubblewrap" in row[2]
 
 
@@ -719,42 +724,50 @@ def test_the_sandbox_library_holds_no_reference_and_no_grader(tmp_path):
     assert not any((lib / rel).exists() for rel in WITHHELD_FILES) and not (lib / "solutions").exists()
 
 
-def test_feedback_language_changes_the_feedback_only(tmp_path):
-    """`kvsched grade --lang zh`: the same submissions give byte-identical grades.csv, Chinese feedback."""
-    (tmp_path / "class").mkdir()
-    _py(tmp_path / "class", "ref.py", {})
-    _py(tmp_path / "class", "wrong.py", {"score": v.WRONG["score"][0].source})
-    (tmp_path / "class" / "stub.py").write_text(v.py_submission({t: v.stub(t) for t in TODOS}))
-    (tmp_path / "class" / "renamed.py").write_text(v.py_submission({}).replace("class KVCacheSchedulerSim", "class KVSim"))
+def test_feedback_language_changes_the_feedback_only(batch, tmp_path):
+    """`kvsched grade --lang zh`: the same submissions give byte-identical grades.csv, Chinese feedback.
+
+    The batch above, graded in English, is written again in Chinese: `--resume` on a copy of its
+    output takes every grade from its journal (the sandboxes never see the language: a journal
+    line holds the feedback untranslated, which a Chinese rendering of an English line would show)."""
+    zh = tmp_path / "zh"
+    shutil.copytree(batch["out"], zh)
+    for p in [zh / "grades.csv", zh / "manifest.json", *(zh / "feedback").iterdir()]:
+        p.unlink()
+    args = batch["args"]
+    assert grade_main(args[:2] + ["--out", str(zh), "--resume", "--lang", "zh"] + args[2:]) == 0
     feedback = {}
-    for lang in ("en", "zh"):
-        out = tmp_path / lang
-        assert grade_main([str(tmp_path / "class"), "--out", str(out), "--jobs", "2", "--timeout", "5",
-                           "--lang", lang, *SANDBOX_ARGS]) == 0
+    for lang, out in (("en", batch["out"]), ("zh", zh)):
         feedback[lang] = {p.name: p.read_text(encoding="utf-8") for p in (out / "feedback").glob("*.md")}
         assert sorted(p.stem for p in (out / "feedback").glob("*.html")) == sorted(Path(n).stem for n in feedback[lang])
-    assert (tmp_path / "en" / "grades.csv").read_bytes() == (tmp_path / "zh" / "grades.csv").read_bytes()
-    rows = {Path(r["submission"]).name: r for r in csv.DictReader(open(tmp_path / "zh" / "grades.csv"))}
-    assert rows["wrong.py"]["score"] != "20" and rows["ref.py"]["total"] == "100"  # a real mix of outcomes
-    assert set(feedback["en"]) == set(feedback["zh"]) and len(feedback["en"]) == 4
+    assert (batch["out"] / "grades.csv").read_bytes() == (zh / "grades.csv").read_bytes()
+    assert set(feedback["en"]) == set(feedback["zh"]) and len(feedback["en"]) == len(batch["want"])
     cjk = re.compile(r"[\u4e00-\u9fff]")
     for name, en in feedback["en"].items():
-        zh = feedback["zh"][name]
-        assert not cjk.search(en) and cjk.search(zh) and zh != en, name
+        zh_text = feedback["zh"][name]
+        assert not cjk.search(en) and cjk.search(zh_text) and zh_text != en, name
         # grades.csv keeps its English statuses; the feedback's headings read in Chinese, with the
         # same TODO, method and points.
-        heads = [[line for line in text.splitlines() if line.startswith("## ")][:len(TODOS)] for text in (en, zh)]
+        heads = [[line for line in text.splitlines() if line.startswith("## ")][:len(TODOS)] for text in (en, zh_text)]
         for e, z in zip(*heads):
-            todo, method, points = re.fullmatch(r"## (\w+) \((\w+)\): [a-z ]+, (\d+/\d+)", e).groups()
-            assert re.fullmatch(rf"## {todo}（{method}）：[\u4e00-\u9fff]+，{points} 分", z), (e, z)
-        # Nothing in the Chinese feedback is English prose, outside the fenced code and values it quotes.
-        fenced = re.sub(r"```.*?```", "", zh, flags=re.S)
+            todo, method, points = re.fullmatch(r"## (\w+) \((\w+)\): [a-z ()]+, (\d+/\d+)", e).groups()
+            assert re.fullmatch(rf"## {todo}（{method}）：[\u4e00-\u9fff（）]+，{points} 分", z), (e, z)
+
+    def zh_of(name: str) -> str:
+        return next(t for n, t in feedback["zh"].items() if n.endswith(name + ".md"))
+
+    failing = next(_mixed(r) for r in range(NOTEBOOK_ROUNDS, len(MIXED))
+                   if any(w is not None and w.grader == "failed" for _, w in MIXED[r].values()))
+    # A passed, a failed, a not attempted and an ungradable submission: nothing in their Chinese
+    # feedback is English prose, outside the fenced code and the values it quotes (other rows quote
+    # Python's own English, a SyntaxError's message, inline).
+    for name in ("ref.py", failing, "skeleton.py", "renamed.py"):
+        fenced = re.sub(r"```.*?```", "", zh_of(name), flags=re.S)
         assert [line for line in fenced.splitlines() if english_prose(line)] == [], name
-    wrong = next(t for n, t in feedback["zh"].items() if n.endswith("wrong.py.md"))
+    wrong = zh_of(failing)
     assert "总分：" in wrong and "未通过的用例族：" in wrong and "与参考实现的第一处差异" in wrong
-    assert "全部" in next(t for n, t in feedback["zh"].items() if n.endswith("ref.py.md"))
-    assert "文件中没有定义类 KVCacheSchedulerSim（它定义的是 KVSim）" in next(
-        t for n, t in feedback["zh"].items() if n.endswith("renamed.py.md"))
-    assert "占位实现" in next(t for n, t in feedback["zh"].items() if n.endswith("stub.py.md"))
+    assert "全部" in zh_of("ref.py")
+    assert "文件中没有定义类 KVCacheSchedulerSim（它定义的是 KVSim）" in zh_of("renamed.py")
+    assert "占位实现" in zh_of("skeleton.py")
     with pytest.raises(SystemExit):
         grade_main([str(tmp_path / "class"), "--out", str(tmp_path / "fr"), "--lang", "fr"])

@@ -119,7 +119,7 @@ def grade_parser() -> argparse.ArgumentParser:
                                                    "(default: ./grades); new or empty unless --resume or --force")
     p.add_argument("--force", action="store_true",
                    help="replace the outputs of an earlier run in --out (grades.csv, feedback/, the journal...)")
-    p.add_argument("--timeout", type=float, default=10.0, help="seconds each TODO may run in all (default 10)")
+    p.add_argument("--timeout", type=float, default=10.0, help="CPU seconds each TODO may run in all (default 10)")
     p.add_argument("--jobs", type=int, default=1, help=f"submissions graded in parallel (default 1, at most {max_jobs()})")
     p.add_argument("--memory-mb", type=int, default=2048,
                    help="memory of one sandbox, all its processes together (default 2048, at least 512)")

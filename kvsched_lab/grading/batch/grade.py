@@ -30,6 +30,7 @@ from kvsched_lab.grading import kernel
 from kvsched_lab.grading.box import sandbox
 from kvsched_lab.grading.classroom import class_files, feedback_html
 from kvsched_lab.grading.learner.intake import MAX_FILE_BYTES
+from kvsched_lab.grading.kernel.harness import WALL_PER_CPU
 from kvsched_lab.grading.kernel.nbrun import RESULT_MARK
 from kvsched_lab.grading.classroom.overrides import EXTRA_COLUMNS, Override, apply_overrides, feedback_section
 from kvsched_lab.grading.release.release_build import WITHHELD_FILES
@@ -161,7 +162,9 @@ def grade_one(sub: Submission, ref: Reference, workdir: Path, lib: Path, uid: in
         inputs.mkdir(parents=True)
         nonce = secrets.token_hex(8)
         config = "grading-config.json"
-        cell_timeout = timeout + 5  # the cells keep their own time; nbval's only matters when a kernel dies
+        # The cells keep their own time (CPU seconds, harness.py); nbval's wall-clock limit only
+        # matters when a kernel dies, so it waits out the harness's own wall-clock backstop.
+        cell_timeout = timeout * WALL_PER_CPU + 5
         (inputs / config).write_text(json.dumps({
             "nonce": nonce, "cases": [{"phases": c["phases"]} for c in ref.cases],
             "todos": {name: {"kind": t.kind, "source": t.source} for name, t in to_run.items()},
@@ -171,7 +174,7 @@ def grade_one(sub: Submission, ref: Reference, workdir: Path, lib: Path, uid: in
                                                      "cell_timeout": cell_timeout}), encoding="utf-8")
         for path in (inputs, *inputs.iterdir()):
             os.chmod(path, 0o755 if path.is_dir() else 0o644)
-        run = sandbox.run(inputs, lib, uid, memory_mb, 90 + len(to_run) * (timeout + 15), sandboxed,
+        run = sandbox.run(inputs, lib, uid, memory_mb, 90 + len(to_run) * (cell_timeout + 10), sandboxed,
                           workdir=workdir / "box")
         box = _box_result(run.stdout)
         tail = run.stdout.decode("utf-8", "replace")[-1500:]

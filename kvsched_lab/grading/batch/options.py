@@ -16,7 +16,7 @@ from kvsched_lab.grading.classroom.overrides import Override
 
 @dataclass(frozen=True)
 class BatchOptions:
-    timeout: float = 10.0  # seconds each TODO may run in all, in one submission's box (--timeout)
+    timeout: float = 10.0  # CPU seconds each TODO may run in all, in one submission's box (--timeout)
     jobs: int = 1  # submissions graded at once, one sandbox slot each (--jobs)
     memory_mb: int = 2048  # address space of one submission's kernel, MiB (--memory-mb)
     keep_work: bool = False  # copy the grading inputs and logs into OUT/work when done (--keep-work)

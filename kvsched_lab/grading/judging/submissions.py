@@ -25,10 +25,10 @@ from kvsched_lab.grading.learner.learner_files import MAX_NOTEBOOKS, LearnerFile
 from kvsched_lab.grading.judging.stubs import class_methods, fingerprint, functions_in
 from kvsched_lab.grading.learner.writers import display_name
 from kvsched_lab.i18n.messages import Deferred as _  # feedback text: its language is chosen when written
-from kvsched_lab.i18n.messages import Joined
+from kvsched_lab.i18n.messages import Joined, N_
 from kvsched_lab.sim.scheduler import TODO_METHODS
 
-UNTAGGED = "not attempted (untagged cell)"  # the method is in a cell that lost its todo: tag
+UNTAGGED = N_("not attempted (untagged cell)")  # the method is in a cell that lost its todo: tag
 
 
 @dataclass

@@ -3,7 +3,9 @@
 In the grading kernel (inside the sandbox), `setup` and `grade_todo` put one learner method
 among the stand-ins of fakes.py and run the cases' inputs (observe.py) in a forked child with
 time, memory, file and output limits and the runtime audit hook (audit.py), then write the
-observations to a nonce-named JSON file. The grader validates and compares them; nothing here
+observations to a nonce-named JSON file. The time limits count the child's CPU seconds, so a
+loaded machine (other sandboxes, other jobs) cannot time out a correct answer; a wall-clock
+backstop, `WALL_PER_CPU` times as long, still ends code that waits without computing. The grader validates and compares them; nothing here
 decides a grade, and the kernel never holds a reference method or an expected result.
 
 It imports only the standard library, ``kvsched_lab.sim.scheduler``/``kvsched_lab.course.todos``, the
@@ -24,7 +26,7 @@ import sys
 import time
 import types
 import warnings
-from typing import Any, Dict
+from typing import Any, Dict, Optional, Tuple
 
 from kvsched_lab.grading.kernel.audit import Channel, fingerprint_modules, guard_channel, keep_notes, tampered, watch
 from kvsched_lab.grading.kernel.observe import error_text, graded_class, run_case
@@ -35,6 +37,10 @@ LINE_CAP = 512 << 10  # one case's observations (honest ones: a few KiB); bigger
 CHILD_READ_CAP = 16 << 20  # all of one child's output through the pipe
 OUTPUT_HEAD = 2000  # characters of a learner's printed output kept for the feedback
 STOP_AFTER_TIMEOUTS = 3  # consecutive timed-out cases before the rest are not run
+# Wall seconds allowed per CPU second of a limit: code that sleeps or blocks uses no CPU, and is
+# ended by this backstop instead; 10 leaves room for a process given a tenth of a core.
+WALL_PER_CPU = 10
+_TICK = os.sysconf("SC_CLK_TCK") if hasattr(os, "sysconf") else 100
 # What the parent reports about the results channel itself, whatever the child's audit says.
 CHANNEL_GAP = "tampered with the results channel: lines lost or repeated (closed, redirected, or shared by a fork)"
 CHANNEL_FORGED = "tampered with the results channel: a line the harness did not write"
@@ -200,8 +206,41 @@ def _kill(pid: int) -> None:
             continue
 
 
-def _run_child(todo: str, kind: str, source: str, start: int, deadline: float, result: dict) -> int:
-    """Fork a child for cases `start`...; fill `result`; return the next case index to try."""
+def _cpu_seconds(pid: int) -> Optional[float]:
+    """CPU seconds (user and system) the running child `pid` has used so far, None where unknown."""
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as f:
+            fields = f.read().rsplit(b")", 1)[1].split()
+    except (OSError, IndexError):
+        return None  # no /proc (macOS): the limits fall back to wall-clock time
+    return (int(fields[11]) + int(fields[12])) / _TICK  # utime, stime (fields 14 and 15 of stat)
+
+
+class _Clock:
+    """A TODO's time: the CPU seconds of its children, and the wall clock for the backstop.
+
+    `used` is the CPU of the children that ended (from their rusage) plus the running one's;
+    without /proc it is wall-clock time, which is never less."""
+
+    def __init__(self, budget: float) -> None:
+        self.budget, self.ended, self.started = budget, 0.0, time.monotonic()
+        self.wall_deadline = self.started + budget * WALL_PER_CPU
+
+    def used(self, pid: Optional[int] = None) -> float:
+        running = _cpu_seconds(pid) if pid is not None else 0.0
+        if running is None:
+            return time.monotonic() - self.started
+        return self.ended + running
+
+    def over(self) -> bool:
+        return self.used() >= self.budget or time.monotonic() >= self.wall_deadline
+
+
+def _run_child(todo: str, kind: str, source: str, start: int, clock: _Clock, result: dict) -> int:
+    """Fork a child for cases `start`...; fill `result`; return the next case index to try.
+
+    A case ends as timed out when the child has used `case_limit` CPU seconds on it (or the
+    TODO's budget is spent), or after `WALL_PER_CPU` times that in wall-clock time."""
     rfd, wfd = os.pipe()
     with warnings.catch_warnings():
         # Python 3.12+ warns about fork in a threaded process; the child never uses the kernel's threads.
@@ -217,13 +256,22 @@ def _run_child(todo: str, kind: str, source: str, start: int, deadline: float, r
         pass
     nxt, buf, received, reason, expected_n = start, b"", 0, None, 0
     case_limit = _CFG["case_limit"]
-    case_deadline = min(deadline, time.monotonic() + case_limit)
+
+    def new_case() -> Tuple[float, float]:  # (CPU seconds, wall deadline) at which the next case times out
+        return (min(clock.budget, clock.used(pid) + case_limit),
+                min(clock.wall_deadline, time.monotonic() + case_limit * WALL_PER_CPU))
+
+    case_cpu, case_wall = new_case()
     finished = False
     while not finished:
-        wait = case_deadline - time.monotonic()
-        if wait <= 0 or not select.select([rfd], [], [], wait)[0]:
+        # Sleep until the case could have used its CPU (one process gains at most a CPU second
+        # per second), then look at what it really used: on a busy machine, far less.
+        wait = min(case_cpu - clock.used(pid), case_wall - time.monotonic())
+        if wait <= 0:
             reason = "timeout"
             break
+        if not select.select([rfd], [], [], wait)[0]:
+            continue
         chunk = os.read(rfd, 1 << 16)
         if not chunk:
             break
@@ -248,7 +296,7 @@ def _run_child(todo: str, kind: str, source: str, start: int, deadline: float, r
             if "i" in rec:
                 result["cases"][str(rec["i"])] = rec
                 nxt = rec["i"] + 1
-                case_deadline = min(deadline, time.monotonic() + case_limit)
+                case_cpu, case_wall = new_case()
             elif "review" in rec:
                 keep_notes(result["review"], str(rec["review"])[:200])
             elif "done" in rec:
@@ -261,7 +309,8 @@ def _run_child(todo: str, kind: str, source: str, start: int, deadline: float, r
         if reason is not None:
             break
     _kill(pid)
-    _, status = os.waitpid(pid, 0)
+    _, status, usage = os.wait4(pid, 0)
+    clock.ended += usage.ru_utime + usage.ru_stime
     os.close(rfd)
     if finished or result.get("load") or result.get("stub"):
         return len(_CFG["cases"])
@@ -283,27 +332,29 @@ def grade_todo(todo: str) -> None:
     grader constants only, so no learner text is ever parsed as the grader's code).
 
     A case that times out, dies (``os._exit``, a signal) or floods the pipe is recorded as such and
-    a new child goes on from the next case, within the TODO's time budget.
+    a new child goes on from the next case, within the TODO's time budget (CPU seconds of its
+    children; wall-clock time only as the backstop, `WALL_PER_CPU` times the budget).
     """
     kind, source = _CFG["todos"][todo]["kind"], _CFG["todos"][todo]["source"]
-    started = time.monotonic()
-    deadline = started + _CFG["budget"]
+    clock = _Clock(_CFG["budget"])
     result: Dict[str, Any] = {"todo": todo, "cases": {}, "out": 0, "head": "", "review": []}
     n = len(_CFG["cases"])
     i, timeouts = 0, 0
     while i < n:
-        if time.monotonic() >= deadline or timeouts >= STOP_AFTER_TIMEOUTS:
-            result["stopped"] = "time budget used up" if time.monotonic() >= deadline else \
+        if clock.over() or timeouts >= STOP_AFTER_TIMEOUTS:
+            result["stopped"] = "time budget used up" if clock.over() else \
                 f"{STOP_AFTER_TIMEOUTS} cases in a row timed out"
             break
-        nxt = _run_child(todo, kind, source, i, deadline, result)
+        nxt = _run_child(todo, kind, source, i, clock, result)
         last = result["cases"].get(str(nxt - 1), {})
         timeouts = timeouts + 1 if last.get("timeout") else 0
         i = nxt
-    result["elapsed"] = round(time.monotonic() - started, 3)
+    result["elapsed"] = round(time.monotonic() - clock.started, 3)
+    result["cpu"] = round(clock.used(), 3)
     path = f"{_CFG['nonce']}.{todo}.json"
     with open(path, "w", encoding="utf-8") as f:
         json.dump(result, f)
-    print(f"{todo}: {len(result['cases'])} of {n} cases observed in {result['elapsed']} s")
+    print(f"{todo}: {len(result['cases'])} of {n} cases observed in {result['elapsed']} s "
+          f"({result['cpu']} CPU seconds)")
 
 

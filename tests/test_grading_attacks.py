@@ -149,10 +149,9 @@ def test_every_attack_is_stopped(attacked):
     status = {n: rows[n]["status"] for n in attacked["names"]}
     assert "imports solutions" in status["reenable_import.py"]
     assert "opened" in status["read_solutions_by_path.py"] and "solutions" in status["read_solutions_by_path.py"]
-    # it reaches the kernel; whether its forged files land before the grading cell ends or after, it is seen
+    # it reaches for the kernel's socket through /proc (a socket cannot be reopened there) and is seen
     connect = status["connect_to_kernel.py"]
-    assert ("/cmdline" in connect and "used a socket" in connect) or "results were not written by the grading" \
-        " harness" in connect, connect
+    assert "/cmdline" in connect and "/fd/" in connect, connect
     assert "forked a process" in status["detached_rewriter.py"]
     # it kills everything it can see: only the sandbox's own processes, so that row errs and the batch goes on
     assert "snapshot: error" in status["kill_the_grader.py"]

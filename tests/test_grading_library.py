@@ -191,7 +191,7 @@ PLUMBING = ("kvsched_lab.grading.kernel.harness._child", "kvsched_lab.grading.ke
             "kvsched_lab.grading.kernel.harness.setup", "kvsched_lab.grading.kernel.audit.watch",
             "kvsched_lab.grading.kernel.audit.guard_channel", "kvsched_lab.grading.kernel.kernel_launcher.",
             "kvsched_lab.grading.kernel.nbrun.box_main", "kvsched_lab.grading.kernel.nbrun.main", "kvsched_lab.grading.kernel.nbrun.run_nbval",
-            "kvsched_lab.grading.kernel.nbrun.IpcKernels")
+            "kvsched_lab.grading.kernel.nbrun.IpcKernels", "kvsched_lab.grading.kernel.cells.")
 callables = {q: f for q, f in callables.items() if not q.startswith(PLUMBING)}
 
 

@@ -1,7 +1,7 @@
 """The sandbox learner code runs in: bubblewrap (``bwrap``) namespaces, read-only binds, limits.
 
-One sandbox per submission runs ``nbrun --box`` (nbval, its kernel, the forked children that run
-learner code). What it sees:
+One sandbox per submission runs ``nbrun --box`` (the cell runner, its kernel, the forked children
+that run learner code). What it sees:
 
 * read-only: the system's ``/usr``, ``/lib*``, ``/bin``, the Python environment (``sys.prefix``
   and ``sys.base_prefix``, with any installed ``solutions``/``kvsched_lab`` in them masked), the

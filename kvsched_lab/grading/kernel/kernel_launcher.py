@@ -1,7 +1,9 @@
 """Start an IPython kernel for grading or release checks, with a clean import path and limits.
 
 The grader copies this file next to a kernelspec and starts it as
-``python -I kernel_launcher.py --lib DIR --memory-mb N --log FILE -f CONNECTION_FILE``:
+``python -I kernel_launcher.py --lib DIR --memory-mb N --log FILE -f CONNECTION_FILE`` (an ipykernel,
+for nbval), or, in the grading box, with ``--cells FD`` instead of ``-f ...`` (cells.py's runner on
+the socket FD, no ipykernel):
 
 * ``-I`` ignores PYTHONPATH and user site-packages; the editable install's finders, which map
   ``kvsched_lab`` and ``solutions`` to the instructor's checkout, are removed, and ``solutions``
@@ -55,7 +57,7 @@ def limit(memory_mb: int) -> None:
 def main() -> None:
     args = sys.argv[1:]
     opts = {}
-    while args and args[0] in ("--lib", "--memory-mb", "--log"):
+    while args and args[0] in ("--lib", "--memory-mb", "--log", "--cells"):
         opts[args[0]] = args[1]
         args = args[2:]
     isolate(os.path.abspath(opts["--lib"]))
@@ -63,6 +65,12 @@ def main() -> None:
     log = os.open(opts.get("--log", os.devnull), os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
     os.dup2(log, 1)
     os.dup2(log, 2)
+    if "--cells" in opts:  # imported from DIR, now that the import path is clean
+        from kvsched_lab.grading.kernel.cells import serve
+
+        sys.argv = sys.argv[:1]  # the cells need no arguments
+        serve(int(opts["--cells"]))
+        return
     from ipykernel.kernelapp import launch_new_instance
 
     # No history database: nothing a cell ran is kept where later code could read it back.

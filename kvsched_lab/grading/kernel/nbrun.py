@@ -1,17 +1,18 @@
-"""Run notebooks through nbval in a separate process, with limits, and report each cell's outcome.
+"""Run notebooks through nbval in a separate process, with limits (the release); run the grading box.
 
 Two entry points:
 
 * `run_nbval` (the release check): starts ``python -m kvsched_lab.grading.kernel.nbrun REPORT -- ARGS``
   with resource limits, in its own session so a runaway can be killed as a group; that process
-  runs ``pytest --nbval-lax`` and writes ``{nodeid: [outcome, message]}`` to REPORT.
+  runs ``pytest --nbval-lax`` and writes ``{nodeid: [outcome, message]}`` to REPORT. Its kernels
+  start from `kernel_launcher.py` through a kernelspec written here, so they never see the
+  instructor's ``solutions``.
 * `box_main` (grading): runs inside the sandbox (sandbox.py) on one submission's box: copies the
-  grader's inputs in, runs the grading notebook with nbval, and prints one line of JSON (marker
-  `RESULT_MARK`): each cell's outcome, each TODO's observations file, the tail of pytest's log.
-  The grader validates that line; nothing in it is trusted as a verdict.
-
-Kernels start from `kernel_launcher.py` through a kernelspec written here, so they never see the
-instructor's ``solutions``.
+  grader's inputs in, runs the grading notebook's cells in order in one isolated kernel process
+  (cells.py's runner, started through `kernel_launcher.py` too: no pytest, nbval or ipykernel in
+  the box), and prints one line of JSON (marker `RESULT_MARK`): each cell's outcome in nbval's
+  format, each TODO's observations file, the tail of the box's log. The grader validates that
+  line; nothing in it is trusted as a verdict.
 """
 from __future__ import annotations
 
@@ -34,6 +35,7 @@ RESULT_MARK = "KVSCHED-BOX-RESULT "  # starts the runner's one line of results o
 RESULT_FILE_CAP = 2 << 20  # bytes of one TODO's observations file (honest: about 200 KiB); more is refused
 BOX_INPUTS = ("grading.ipynb", "grading-config.json", "box.json")  # what the grader hands a box
 Outcomes = Dict[str, Tuple[str, str]]  # pytest node id -> (outcome, message tail)
+BOX_LOG = "box.log"  # the box's log: each cell's outcome, and what the kernel and its cells printed
 
 
 def write_kernelspec(root: Path, lib: Path, memory_mb: int) -> Path:
@@ -205,31 +207,34 @@ def _read_capped(path: Path, cap: int) -> Optional[str]:
 
 def box_main(inputs: Path, box: Path, lib: Path) -> int:
     """Grade one submission's box (see the module docstring); the last stdout line is the result."""
+    from kvsched_lab.grading.kernel.cells import run_cells
+
     result_out = os.dup(1)
     box.mkdir(parents=True, exist_ok=True)
     if inputs.resolve() != box.resolve():
         for name in BOX_INPUTS:
             shutil.copyfile(inputs / name, box / name)
     spec = json.loads((box / "box.json").read_text(encoding="utf-8"))
-    jupyter = write_kernelspec(box, lib, int(spec["memory_mb"]))
-    os.environ.update(JUPYTER_PATH=str(jupyter), JUPYTER_RUNTIME_DIR=str(box / "runtime"),
-                      JUPYTER_CONFIG_DIR=str(box / "jupyter-config"), IPYTHONDIR=str(box / "ipython"),
-                      JUPYTER_PLATFORM_DIRS="1", PYTEST_DISABLE_PLUGIN_AUTOLOAD="1", PYTHONDONTWRITEBYTECODE="1",
-                      HOME=str(box))
-    (box / "pytest.ini").write_text("[pytest]\n", encoding="utf-8")  # no project config applies
+    launcher = box / "kernel_launcher.py"  # a script's folder leads sys.path: this one, not the kernel room
+    shutil.copyfile(Path(__file__).with_name("kernel_launcher.py"), launcher)
+    os.environ.update(IPYTHONDIR=str(box / "ipython"), PYTHONDONTWRITEBYTECODE="1", HOME=str(box))
     os.chdir(box)
-    log = os.open(box / "pytest.log", os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    log_path = box / BOX_LOG
+    log = os.open(log_path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
     os.dup2(log, 1)
     os.dup2(log, 2)
-    sys.modules["rfc3987_syntax"] = None  # type: ignore[assignment]  # see main()
-    import pytest
-
-    recorder = _Recorder()
-    code = pytest.main(_pytest_args(["grading.ipynb"], float(spec["cell_timeout"])) + ["--rootdir", str(box)],
-                       plugins=[recorder, IpcKernels()])
+    notebook = json.loads((box / "grading.ipynb").read_text(encoding="utf-8"))
+    sources = ["".join(c["source"]) if isinstance(c["source"], list) else c["source"]
+               for c in notebook["cells"] if c["cell_type"] == "code"]
+    kernel = [sys.executable, "-I", str(launcher), "--lib", str(lib), "--memory-mb", str(int(spec["memory_mb"])),
+              "--log", str(log_path)]
+    outcomes = run_cells(kernel, sources, "grading.ipynb", float(spec["cell_timeout"]), str(box))
+    for node, (outcome, message) in outcomes.items():
+        print(f"{node}: {outcome.upper()} {message}", flush=True)
     results = {todo: _read_capped(box / f"{spec['nonce']}.{todo}.json", RESULT_FILE_CAP) for todo in spec["todos"]}
-    tail = (_read_capped(box / "pytest.log", 1 << 24) or "")[-4000:]
-    line = json.dumps({"outcomes": recorder.outcomes, "results": results, "tail": tail, "code": int(code)})
+    tail = (_read_capped(log_path, 1 << 24) or "")[-4000:]
+    code = int(any(outcome != "passed" for outcome, _ in outcomes.values()))
+    line = json.dumps({"outcomes": outcomes, "results": results, "tail": tail, "code": code})
     os.write(result_out, ("\n" + RESULT_MARK + line + "\n").encode())
     return 0
 

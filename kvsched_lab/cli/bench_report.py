@@ -1,7 +1,7 @@
 """`kvsched bench` as markdown: one table per section of the JSON report."""
 from __future__ import annotations
 
-from typing import Any, Dict, Optional
+from typing import Any, Dict, List, Optional
 
 from kvsched_lab.cli import bench_libcachesim
 from kvsched_lab.cli.bench_load import load_markdown
@@ -12,19 +12,13 @@ def _pct(x: Optional[float]) -> str:
     return "n/a" if x is None else f"{100 * x:.1f}%"
 
 
-def to_markdown(report: Dict[str, Any]) -> str:
-    m = report["machine"]
-    lines = [f"Machine: {m['cpu']}, {m['cores']} cores, Python {m['python']}, torch {m.get('torch')} "
-             f"({m.get('torch_threads')} threads), device {m.get('device')}."
-             + (" QUICK MODE: small slices, not the real numbers." if report["quick"] else "")]
-    if report.get("load"):
-        lines.append(load_markdown(report["load"]))
-    lines.append("")
-    sp = report["speed"]
-    lines += [f"### 1. Replay speed: conversation trace, {sp['capacity_blocks']} blocks, {sp['touches']:,} touches, "
-              f"{sp['repeats']} interleaved rounds", "",
-              "| policy | seconds | touches/s | x reference [band] | target | prefix hits |" + bench_libcachesim.markdown_header(sp),
-              "|---|---:|---:|---:|---:|---:|" + bench_libcachesim.markdown_rule(sp)]
+def speed_markdown(sp: Dict[str, Any]) -> List[str]:
+    """Section 1: each scheduler's median run, its ratio to the reference over the rounds with their
+    band, the target's call (`bench_rounds`), and libCacheSim's column where it is installed."""
+    lines = [f"### 1. Replay speed: conversation trace, {sp['capacity_blocks']} blocks, {sp['touches']:,} touches, "
+             f"{sp['repeats']} interleaved rounds", "",
+             "| policy | seconds | touches/s | x reference [band] | target | prefix hits |" + bench_libcachesim.markdown_header(sp),
+             "|---|---:|---:|---:|---:|---:|" + bench_libcachesim.markdown_rule(sp)]
     for name, r in sp["policies"].items():
         lcs_cell = bench_libcachesim.markdown_cell(sp, r)  # "" without libCacheSim
         if r["vs_reference"] is None:  # no reference to compare with
@@ -45,6 +39,18 @@ def to_markdown(report: Dict[str, Any]) -> str:
                       "highest fifth of them left out. A target is called ok or **MISS** only when the whole band is "
                       "above or below it, and within noise when the band straddles it; seconds are each scheduler's median run."]
     lines += bench_libcachesim.markdown_note(sp)
+    return lines
+
+
+def to_markdown(report: Dict[str, Any]) -> str:
+    m = report["machine"]
+    lines = [f"Machine: {m['cpu']}, {m['cores']} cores, Python {m['python']}, torch {m.get('torch')} "
+             f"({m.get('torch_threads')} threads), device {m.get('device')}."
+             + (" QUICK MODE: small slices, not the real numbers." if report["quick"] else "")]
+    if report.get("load"):
+        lines.append(load_markdown(report["load"]))
+    lines.append("")
+    lines += speed_markdown(report["speed"])
     lines += ["", "### 2. Heap records per live entry, end of that replay", "",
               "| scheduler | records | live | records / live | target |", "|---|---:|---:|---:|---:|"]
     for name, r in report["heap"]["policies"].items():

@@ -361,3 +361,18 @@ def test_slo_section_runs_every_queue_order_and_admission_rule():
         if r["discipline"] != "priority-preempt":
             assert r["preemptions"] == 0
     assert "### 7. SLOs" in to_markdown(quick_report())
+
+
+def test_without_the_reference_the_rounds_still_run_and_no_target_is_called(monkeypatch):
+    """The student release has no ``solutions``: every policy is timed, no ratio or verdict is made up."""
+    import kvsched_lab.cli.bench_policies as bench_policies
+    from kvsched_lab.cli.bench_report import speed_markdown
+    from kvsched_lab.sim.traces import synthetic_trace
+
+    monkeypatch.setattr(bench_policies, "_reference_factory", lambda: None)
+    speed, heap = bench_policies.bench_speed(synthetic_trace(30, seed=0), 50, 2)
+    assert set(speed["policies"]) == set(POLICIES) and speed["reference_runs"] == 0 and "reference" not in heap["policies"]
+    for row in speed["policies"].values():
+        assert positive(row["seconds"]) and row["vs_reference"] is None and row["verdict"] is None
+    text = "\n".join(speed_markdown(speed))
+    assert "| lru |" in text and "| n/a | n/a |" in text and "between two runs of the reference" not in text

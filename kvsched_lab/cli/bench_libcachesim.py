@@ -23,6 +23,7 @@ from contextlib import contextmanager
 from types import ModuleType
 from typing import Any, Dict, Hashable, Iterator, List, Optional, Sequence
 
+from kvsched_lab.cli.bench_rounds import VERDICT_MARKS, spread
 from kvsched_lab.sim.policies.belady import next_uses
 
 LIBCACHESIM_VERSION = "0.3.5"  # the version the crosscheck extra pins, whose decisions the tests compare
@@ -87,15 +88,19 @@ class LibCacheSimTimer:
             self.runs[name].append(time.process_time() - start)
             self.hits[name] = round((1 - miss_ratio) * self.num_touches)
 
-    def report(self, rows: Dict[str, Dict[str, Any]]) -> Dict[str, Any]:
-        """Median seconds of each cache; adds ``vs_libcachesim`` (its seconds over ours) to `rows`."""
+    def report(self, rows: Dict[str, Dict[str, Any]], ours: Dict[str, Sequence[float]]) -> Dict[str, Any]:
+        """Median seconds of each cache; adds to `rows` ``vs_libcachesim``, the median over rounds of
+        its seconds over ours (`ours`: each policy's seconds per round, the rounds of `run_once`), with
+        those ratios and their band (``libcachesim_spread``)."""
         caches = {}
         for name, runs in self.runs.items():
             seconds = statistics.median(runs)
             caches[CACHES[name]] = {"policy": name, "seconds": seconds, "touches_per_s": self.num_touches / seconds,
                                     "block_hits": self.hits[name]}
             if name in rows:
-                rows[name]["vs_libcachesim"] = seconds / rows[name]["seconds"]
+                ratios = [theirs / mine for theirs, mine in zip(runs, ours[name])]
+                rows[name].update(vs_libcachesim=statistics.median(ratios), vs_libcachesim_per_round=ratios,
+                                  libcachesim_spread=list(spread(ratios)))
         return {"version": self.lcs.__version__, "hashpower": hashpower(self.capacity_blocks), "caches": caches}
 
 
@@ -122,16 +127,19 @@ def markdown_rule(speed: Dict[str, Any]) -> str:
 
 
 def markdown_cell(speed: Dict[str, Any], row: Dict[str, Any]) -> str:
-    """Our speed over libCacheSim's (its seconds / ours) for a policy it has, else blank."""
+    """Our speed over libCacheSim's (the median over rounds of its seconds / ours, their band in
+    brackets), and the verdict where the policy has a target; blank for a policy it lacks."""
     if "libcachesim" not in speed:
         return ""
     ratio = row.get("vs_libcachesim")
     if ratio is None:
         return " |"
+    low, high = row["libcachesim_spread"]
+    cell = f" {ratio:.2f}x [{low:.2f}-{high:.2f}]"
     target = row.get("libcachesim_target")
     if target is None:
-        return f" {ratio:.2f}x |"
-    return f" {ratio:.2f}x (>= {target:g}x{' ok' if row['libcachesim_ok'] else ' **MISS**'}) |"
+        return cell + " |"
+    return cell + f" (>= {target:g}x{VERDICT_MARKS[row['libcachesim_verdict']]}) |"
 
 
 def markdown_note(speed: Dict[str, Any]) -> List[str]:

@@ -8,6 +8,7 @@ from functools import partial
 from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
 
 from kvsched_lab.cli.bench_libcachesim import libcachesim_timer
+from kvsched_lab.cli.bench_rounds import round_ratios, speed_verdict, spread
 from kvsched_lab.sim.policies import POLICIES, make_policy
 from kvsched_lab.sim.policies.base import generic_replay_requests
 from kvsched_lab.sim.replay import replay
@@ -60,43 +61,61 @@ def _cpu_timed(sim: Any) -> Tuple[Any, Callable[[], float]]:
 
 # -- 1 and 2: speed and heap records ----------------------------------------------------------
 def bench_speed(requests: Sequence[Request], blocks: int, repeats: int) -> Tuple[Dict[str, Any], Dict[str, Any]]:
-    """Median replay CPU seconds of the reference and every policy, interleaved; and heap records.
+    """Replay CPU seconds of the reference and every policy in interleaved rounds; and heap records.
 
-    A replay runs on one core; its process's CPU time (`time.process_time`) leaves out the time
-    other work on a shared machine holds the core, which wall time counts for whoever waits.
-    Without the reference (the student release) its row and the ``vs_reference`` ratios are left
-    out (None); the heap table lists only the schedulers present (no ``seed`` there either)."""
+    Each of `repeats` rounds replays every policy (and libCacheSim's caches) once, between two runs
+    of the reference (one more run of it than rounds). A policy's ``vs_reference`` is the median of
+    its per-round ratios (`round_ratios`), ``spread`` their band and ``verdict`` its call against the
+    target (`speed_verdict`); ``seconds`` is its median run. A replay runs on one core; its
+    process's CPU time (`time.process_time`) leaves out the time other work on a shared machine
+    holds the core, which wall time counts for whoever waits. Without the reference (the student
+    release) its row and the ratios are left out (None); the heap table lists only the schedulers
+    present (no ``seed`` there either)."""
     has_reference = _reference_factory() is not None
     names = ["reference", *POLICIES] if has_reference else list(POLICIES)
     seconds: Dict[str, List[float]] = {n: [] for n in names}
     last: Dict[str, Any] = {}
+
+    def run(name: str) -> None:
+        sim, cpu_seconds = _cpu_timed(_build(name, blocks, requests))
+        result = replay(requests, sim, blocks)
+        seconds[name].append(cpu_seconds())
+        last[name] = (sim, result)
+
     with libcachesim_timer([k for r in requests for k in r.hash_ids], blocks) as lcs_timer:  # None without it
+        if has_reference:
+            run("reference")
         for _ in range(repeats):
-            for name in names:
-                sim, cpu_seconds = _cpu_timed(_build(name, blocks, requests))
-                result = replay(requests, sim, blocks)
-                seconds[name].append(cpu_seconds())
-                last[name] = (sim, result)
+            for name in names[1:] if has_reference else names:
+                run(name)
             if lcs_timer is not None:  # interleaved with ours, so machine load hits both alike
                 lcs_timer.run_once()
+            if has_reference:
+                run("reference")
     touches = last[names[0]][1].block_refs
-    ref_s = statistics.median(seconds["reference"]) if has_reference else None
     rows = {}
     for name in names:
         s = statistics.median(seconds[name])
-        ratio = ref_s / s if ref_s is not None else None
-        target = (1.0 if name == "reference" else FAST_TARGET if name in FAST_POLICIES
-                  else ADAPTIVE_TARGET if name in ADAPTIVE_POLICIES else SPEED_TARGET)
-        rows[name] = {"seconds": s, "touches_per_s": touches / s, "vs_reference": ratio, "target": target,
-                      "ok": None if ratio is None else ratio >= target,
-                      "prefix_hit_rate": last[name][1].prefix_hit_rate}
+        row: Dict[str, Any] = {"seconds": s, "touches_per_s": touches / s, "vs_reference": None, "target": None,
+                               "spread": None, "verdict": None, "prefix_hit_rate": last[name][1].prefix_hit_rate}
+        if has_reference and name == "reference":
+            row.update(vs_reference=1.0, target=1.0)
+        elif has_reference:
+            ratios = round_ratios(seconds["reference"], seconds[name])
+            target = (FAST_TARGET if name in FAST_POLICIES else ADAPTIVE_TARGET if name in ADAPTIVE_POLICIES
+                      else SPEED_TARGET)
+            row.update(vs_reference=statistics.median(ratios), vs_reference_per_round=ratios, target=target,
+                       spread=list(spread(ratios)), verdict=speed_verdict(ratios, target))
+        rows[name] = row
     speed = {"trace_requests": len(requests), "touches": touches, "capacity_blocks": blocks,
-             "repeats": repeats, "policies": rows}
+             "repeats": repeats, "reference_runs": len(seconds["reference"]) if has_reference else 0,
+             "policies": rows}
     if lcs_timer is not None:
-        speed["libcachesim"] = lcs_timer.report(rows)
+        speed["libcachesim"] = lcs_timer.report(rows, {n: seconds[n] for n in names})
         for name, target in LIBCACHESIM_TARGETS.items():
             if "vs_libcachesim" in rows.get(name, {}):
-                rows[name].update(libcachesim_target=target, libcachesim_ok=rows[name]["vs_libcachesim"] >= target)
+                rows[name].update(libcachesim_target=target,
+                                  libcachesim_verdict=speed_verdict(rows[name]["vs_libcachesim_per_round"], target))
     heap_rows = {}
     for name in ("reference", "seed", "seed-compact", "lfu", "gdsf", "belady"):
         if name not in last:  # no reference, or seed withheld (the student release)

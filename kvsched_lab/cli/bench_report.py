@@ -1,14 +1,45 @@
 """`kvsched bench` as markdown: one table per section of the JSON report."""
 from __future__ import annotations
 
-from typing import Any, Dict, Optional
+from typing import Any, Dict, List, Optional
 
 from kvsched_lab.cli import bench_libcachesim
 from kvsched_lab.cli.bench_load import load_markdown
+from kvsched_lab.cli.bench_rounds import VERDICT_MARKS
 
 
 def _pct(x: Optional[float]) -> str:
     return "n/a" if x is None else f"{100 * x:.1f}%"
+
+
+def speed_markdown(sp: Dict[str, Any]) -> List[str]:
+    """Section 1: each scheduler's median run, its ratio to the reference over the rounds with their
+    band, the target's call (`bench_rounds`), and libCacheSim's column where it is installed."""
+    lines = [f"### 1. Replay speed: conversation trace, {sp['capacity_blocks']} blocks, {sp['touches']:,} touches, "
+             f"{sp['repeats']} interleaved rounds", "",
+             "| policy | seconds | touches/s | x reference [band] | target | prefix hits |" + bench_libcachesim.markdown_header(sp),
+             "|---|---:|---:|---:|---:|---:|" + bench_libcachesim.markdown_rule(sp)]
+    for name, r in sp["policies"].items():
+        lcs_cell = bench_libcachesim.markdown_cell(sp, r)  # "" without libCacheSim
+        if r["vs_reference"] is None:  # no reference to compare with
+            lines.append(f"| {name} | {r['seconds']:.3f} | {r['touches_per_s']:,.0f} | n/a | n/a | "
+                         f"{_pct(r['prefix_hit_rate'])} |{lcs_cell}")
+            continue
+        if name == "reference":
+            ratio, target = "1.00x", ""
+        else:
+            low, high = r["spread"]
+            ratio, target = f"{r['vs_reference']:.2f}x [{low:.2f}-{high:.2f}]", f">= {r['target']:g}x{VERDICT_MARKS[r['verdict']]}"
+        lines.append(f"| {name} | {r['seconds']:.3f} | {r['touches_per_s']:,.0f} | {ratio} | {target} | "
+                     f"{_pct(r['prefix_hit_rate'])} |{lcs_cell}")
+    if sp.get("reference_runs"):
+        lines += ["", f"Each round replays every policy between two runs of the reference ({sp['reference_runs']} runs in all); "
+                      "a ratio is the median over rounds of the reference's CPU seconds (the geometric mean of the runs "
+                      "on either side) over the policy's, and [band] the range of the rounds' ratios, the lowest and "
+                      "highest fifth of them left out. A target is called ok or **MISS** only when the whole band is "
+                      "above or below it, and within noise when the band straddles it; seconds are each scheduler's median run."]
+    lines += bench_libcachesim.markdown_note(sp)
+    return lines
 
 
 def to_markdown(report: Dict[str, Any]) -> str:
@@ -19,21 +50,7 @@ def to_markdown(report: Dict[str, Any]) -> str:
     if report.get("load"):
         lines.append(load_markdown(report["load"]))
     lines.append("")
-    sp = report["speed"]
-    lines += [f"### 1. Replay speed: conversation trace, {sp['capacity_blocks']} blocks, {sp['touches']:,} touches, "
-              f"median of {sp['repeats']}", "",
-              "| policy | seconds | touches/s | x reference | target | prefix hits |" + bench_libcachesim.markdown_header(sp),
-              "|---|---:|---:|---:|---:|---:|" + bench_libcachesim.markdown_rule(sp)]
-    for name, r in sp["policies"].items():
-        lcs_cell = bench_libcachesim.markdown_cell(sp, r)  # "" without libCacheSim
-        if r["vs_reference"] is None:  # no reference to compare with
-            lines.append(f"| {name} | {r['seconds']:.3f} | {r['touches_per_s']:,.0f} | n/a | n/a | "
-                         f"{_pct(r['prefix_hit_rate'])} |{lcs_cell}")
-            continue
-        ok = "" if name == "reference" else (" ok" if r["ok"] else " **MISS**")
-        lines.append(f"| {name} | {r['seconds']:.3f} | {r['touches_per_s']:,.0f} | {r['vs_reference']:.2f}x | "
-                     f">= {r['target']:g}x{ok} | {_pct(r['prefix_hit_rate'])} |{lcs_cell}")
-    lines += bench_libcachesim.markdown_note(sp)
+    lines += speed_markdown(report["speed"])
     lines += ["", "### 2. Heap records per live entry, end of that replay", "",
               "| scheduler | records | live | records / live | target |", "|---|---:|---:|---:|---:|"]
     for name, r in report["heap"]["policies"].items():

@@ -669,6 +669,14 @@ def test_release_queue_runs_the_long_notebooks_first():
                      *(f"zh/{n}" for n in short)], order
 
 
+def test_release_progress_rounds_before_splitting_minutes():
+    """Before, 599.96 s showed as "9 min 60.0 s" (a full release's progress line did)."""
+    from kvsched_lab.grading.release.release_nbval import minutes
+
+    assert [minutes(s) for s in (0.04, 59.94, 59.96, 61.25, 599.96, 3600.0)] == \
+        ["0.0 s", "59.9 s", "1 min 00.0 s", "1 min 01.2 s", "10 min 00.0 s", "60 min 00.0 s"]
+
+
 def test_release_worker_runs_notebooks_in_turn_each_fresh(tmp_path):
     """Before, every notebook had a pytest process and a copy of the bundle of its own. Now one
     worker (here the only one) runs them in turn, longest first (06 before 01), in one copy: each in
@@ -706,6 +714,19 @@ def test_release_worker_runs_notebooks_in_turn_each_fresh(tmp_path):
     assert len({kernel for kernel, _ in pids.values()}) == 3, "a new kernel for every notebook"
     assert len({worker for _, worker in pids.values()}) == 1, "one worker process ran all three"
     assert (bundle / "README.md").is_file() and not (bundle / "extra.txt").exists(), "the bundle itself is untouched"
+
+
+def test_release_worker_skips_into_another_folder(tmp_path):
+    """Two workers: the one that ran zh/07 skips zh/09 (the other took it) and goes on to 00 in the
+    English folder. Before, pytest refused to set 00 up there ("previous item was not torn down
+    properly": notebooks/zh was still set up), so 00's first cell failed unrun."""
+    from kvsched_lab.grading.release.release_nbval import nbval_only_checks_fail
+
+    bundle = _bundle_with(tmp_path, {"notebooks/zh/07_first.ipynb": [("import time\ntime.sleep(5)", [])],
+                                     "notebooks/zh/09_taken.ipynb": [("import time\ntime.sleep(8)", [])],
+                                     "notebooks/00_after.ipynb": [("x = 1", []), ("assert x == 1", [])]})
+    progress = io.StringIO()
+    assert nbval_only_checks_fail(bundle, cell_timeout=60, jobs=2, stream=progress) == ([], []), progress.getvalue()
 
 
 def test_release_stops_a_notebook_past_its_time_and_runs_the_rest(tmp_path, monkeypatch):

@@ -128,8 +128,10 @@ def run_order(rels: List[str]) -> List[str]:
     return sorted(rels, key=lambda rel: -expected_seconds(rel))
 
 
-def _minutes(seconds: float) -> str:
-    return f"{int(seconds // 60)} min {seconds % 60:04.1f} s" if seconds >= 60 else f"{seconds:.1f} s"
+def minutes(seconds: float) -> str:
+    """``S s`` under a minute, else ``M min SS.S s`` (rounded first: 599.96 s is 10 min 00.0 s)."""
+    tenths = round(seconds * 10)
+    return f"{tenths // 600} min {tenths % 600 / 10:04.1f} s" if tenths >= 600 else f"{tenths / 10:.1f} s"
 
 
 class _Progress:
@@ -149,7 +151,7 @@ class _Progress:
         self.done += 1
         spent = "" if cpu is None else f", {cpu:.1f} s CPU"
         self.say(f"  nbval: {rel} ({k} of {self.total}) {verdict} in {seconds:.1f} s{spent} "
-                 f"[{self.done} of {self.total} done, {_minutes(time.monotonic() - self.started)} in]")
+                 f"[{self.done} of {self.total} done, {minutes(time.monotonic() - self.started)} in]")
 
 
 @dataclass

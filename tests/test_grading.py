@@ -425,7 +425,7 @@ def test_release_builds_a_bundle_that_verifies_itself(release):
     assert "nbval on both editions fails in check cells only" in started
     notebooks = sorted(p.relative_to(out).as_posix() for p in out.glob("notebooks/**/*.ipynb"))
     lines = [line for line in log if line.startswith("  nbval: ")]
-    runs = [re.fullmatch(r"  nbval: (\S+) \((\d+) of (\d+)\) (started|ok in (\d+\.\d) s "
+    runs = [re.fullmatch(r"  nbval: (\S+) \((\d+) of (\d+)\) (started|ok in (\d+\.\d) s, \d+\.\d s CPU "
                          r"\[(\d+) of \3 done, (?:\d+ min )?[\d.]+ s in\])", line) for line in lines]
     assert all(runs) and len(runs) == 2 * len(notebooks), lines
     assert sorted(m[1] for m in runs if m[4] == "started") == notebooks
@@ -570,7 +570,7 @@ def test_release_checks_catch_leaks_dirt_and_failing_cells(tmp_path):
     assert len(problems) == 1 and "code cell 2 fails with the stubs" in problems[0], problems
     assert warnings == []
     shown = progress.getvalue()
-    assert re.search(r"^  nbval: notebooks/01\.ipynb \(1 of 1\) 1 problem\(s\) in \d+\.\d s \[", shown, re.M), shown
+    assert re.search(r"^  nbval: notebooks/01\.ipynb \(1 of 1\) 1 problem\(s\) in \d+\.\d s, \d+\.\d s CPU \[", shown, re.M), shown
 
 
 def test_release_nbval_names_what_a_notebook_leaves_for_the_next(tmp_path):
@@ -642,6 +642,107 @@ def test_release_runs_the_two_editions_side_by_side(tmp_path):
     problems, warnings = nbval_only_checks_fail(bundle, cell_timeout=60, jobs=2)
     assert problems == [] and warnings == []
     assert {p.name for p in meeting.iterdir()} == {"en", "zh"}
+
+
+def _bundle_with(tmp_path, notebooks):
+    """A built bundle whose notebooks (both editions) are exactly `notebooks`: {relative path: cells}."""
+    from kvsched_lab.grading.release.release_build import build_release
+
+    bundle = build_release(tmp_path / "bundle", _course(tmp_path), BUNDLE_URL)
+    for p in list((bundle / "notebooks").glob("*.ipynb")) + list((bundle / "notebooks" / "zh").glob("*.ipynb")):
+        p.unlink()
+    for rel, cells in notebooks.items():
+        write_notebook(v.notebook(cells), bundle / rel)
+    return bundle
+
+
+def test_release_queue_runs_the_long_notebooks_first():
+    """The heavy notebooks first, each Chinese twin after its English one (06's replays load the
+    English ones'), the short ones of both editions last; the bundle's order among equals."""
+    from kvsched_lab.grading.release.release_build import bundle_notebooks
+    from kvsched_lab.grading.release.release_nbval import run_order
+
+    rels = [p.relative_to(ROOT).as_posix() for p in bundle_notebooks(ROOT)]
+    order = [rel.replace("notebooks/", "").split("_")[0] for rel in run_order(rels)]
+    short = ["00", "01", "02", "03", "04", "05"]
+    assert order == ["07", "zh/07", "09", "zh/09", "06", "08", "zh/08", "10", "zh/10", "zh/06", *short,
+                     *(f"zh/{n}" for n in short)], order
+
+
+def test_release_progress_rounds_before_splitting_minutes():
+    """Before, 599.96 s showed as "9 min 60.0 s" (a full release's progress line did)."""
+    from kvsched_lab.grading.release.release_nbval import minutes
+
+    assert [minutes(s) for s in (0.04, 59.94, 59.96, 61.25, 599.96, 3600.0)] == \
+        ["0.0 s", "59.9 s", "1 min 00.0 s", "1 min 01.2 s", "10 min 00.0 s", "60 min 00.0 s"]
+
+
+def test_release_worker_runs_notebooks_in_turn_each_fresh(tmp_path):
+    """Before, every notebook had a pytest process and a copy of the bundle of its own. Now one
+    worker (here the only one) runs them in turn, longest first (06 before 01), in one copy: each in
+    a new kernel, and after each the copy is put back as the bundle was, so the next notebook finds
+    no variable, no file and no edit of the one before; only what a notebook added to the course
+    folder is a problem, named in the bundle's order."""
+    from kvsched_lab.grading.release.release_nbval import nbval_only_checks_fail
+
+    seen = tmp_path / "seen"
+    seen.mkdir()
+    record = (f"import os, pathlib\nhere = pathlib.Path({str(seen)!r})\n"
+              "(here / NAME).write_text(f'{os.getpid()} {os.getppid()}')")
+    meddles = ("import pathlib\nroot = pathlib.Path.cwd().parent\nsecret = 42\n"
+               "(root / 'kvsched_lab' / 'course' / '__init__.py').write_text('raise SystemExit')\n"
+               "(root / 'README.md').unlink()\n(root / 'extra.txt').write_text('x')\n"
+               "(root / 'kvsched_lab' / 'new').mkdir()\n(root / 'notebooks' / 'note.txt').write_text('x')")
+    looks = ("import pathlib\nroot = next(p for p in pathlib.Path.cwd().parents if (p / 'kvsched_lab').is_dir())\n"
+             "assert 'secret' not in globals()\n"
+             "assert (root / 'README.md').is_file() and not (root / 'extra.txt').exists()\n"
+             "assert not (root / 'kvsched_lab' / 'new').exists() and not (root / 'notebooks' / 'note.txt').exists()\n"
+             "import kvsched_lab.course")
+    bundle = _bundle_with(tmp_path, {
+        "notebooks/01_looks.ipynb": [(record.replace("NAME", "'01'"), []), (looks, []),
+                                     ("pathlib.Path('late.txt').write_text('x')", [])],
+        "notebooks/06_meddles.ipynb": [(record.replace("NAME", "'06'"), []), (meddles, [])],
+        "notebooks/zh/01_looks.ipynb": [(record.replace("NAME", "'zh01'"), []), (looks, [])]})
+    progress = io.StringIO()
+    problems, warnings = nbval_only_checks_fail(bundle, cell_timeout=60, jobs=1, stream=progress)
+    assert problems == [f"notebooks/{name} was left by the run: a later notebook of a Run All in order would read it"
+                        for name in ("late.txt", "note.txt")], problems
+    assert warnings == []
+    started = re.findall(r"^  nbval: (\S+) \(\d of 3\) started$", progress.getvalue(), re.M)
+    assert started == ["notebooks/06_meddles.ipynb", "notebooks/01_looks.ipynb", "notebooks/zh/01_looks.ipynb"]
+    pids = {p.name: p.read_text().split() for p in seen.iterdir()}
+    assert len({kernel for kernel, _ in pids.values()}) == 3, "a new kernel for every notebook"
+    assert len({worker for _, worker in pids.values()}) == 1, "one worker process ran all three"
+    assert (bundle / "README.md").is_file() and not (bundle / "extra.txt").exists(), "the bundle itself is untouched"
+
+
+def test_release_worker_skips_into_another_folder(tmp_path):
+    """Two workers: the one that ran zh/07 skips zh/09 (the other took it) and goes on to 00 in the
+    English folder. Before, pytest refused to set 00 up there ("previous item was not torn down
+    properly": notebooks/zh was still set up), so 00's first cell failed unrun."""
+    from kvsched_lab.grading.release.release_nbval import nbval_only_checks_fail
+
+    bundle = _bundle_with(tmp_path, {"notebooks/zh/07_first.ipynb": [("import time\ntime.sleep(5)", [])],
+                                     "notebooks/zh/09_taken.ipynb": [("import time\ntime.sleep(8)", [])],
+                                     "notebooks/00_after.ipynb": [("x = 1", []), ("assert x == 1", [])]})
+    progress = io.StringIO()
+    assert nbval_only_checks_fail(bundle, cell_timeout=60, jobs=2, stream=progress) == ([], []), progress.getvalue()
+
+
+def test_release_stops_a_notebook_past_its_time_and_runs_the_rest(tmp_path, monkeypatch):
+    """A notebook that runs past its time (each cell within the cell limit) is stopped with its
+    worker and named; a new worker runs the notebooks still queued."""
+    from kvsched_lab.grading.release import release_nbval
+
+    monkeypatch.setattr(release_nbval, "KERNEL_START_S", 15.0)  # with 2 s cells: 23 s for a notebook
+    bundle = _bundle_with(tmp_path, {"notebooks/06_slow.ipynb": [("import time\ntime.sleep(0.5)", [])] * 50,
+                                     "notebooks/zh/06_slow.ipynb": [("x = 1", [])]})
+    progress = io.StringIO()
+    problems, _ = release_nbval.nbval_only_checks_fail(bundle, cell_timeout=2, jobs=1, stream=progress)
+    assert len(problems) == 1 and problems[0].startswith("nbval did not finish notebooks/06_slow.ipynb within 23 s"), \
+        problems
+    assert re.search(r"^  nbval: notebooks/zh/06_slow\.ipynb \(2 of 2\) ok in ", progress.getvalue(), re.M), \
+        progress.getvalue()
 
 
 def test_release_ships_a_complete_and_current_chinese_edition(tmp_path):

@@ -19,9 +19,9 @@ for students; never ``solutions/`` or ``tests/``. It then verifies itself:
 * installed the way Colab would (the setup cell's ``pip install --no-deps git+URL``, with URL a
   ``git+file://`` repository of the bundle, into a fresh environment), ``import solutions`` and
   ``import kvsched_lab.grading`` fail and ``lab.reveal`` says the reference is withheld;
-* ``pytest --nbval-lax`` on every notebook of both editions, each in a fresh copy of the bundle,
-  ``--jobs`` at once (release_nbval.py), fails in check cells (``check:*``, and notebook 08's
-  ``practice-check:*``) only.
+* ``pytest --nbval-lax`` on every notebook of both editions, each in a fresh kernel in a copy
+  that is exactly the bundle, ``--jobs`` workers taking them longest first (release_nbval.py),
+  fails in check cells (``check:*``, and notebook 08's ``practice-check:*``) only.
 
 Each check and each notebook is named as it starts and ends, with its wall time; the last line
 gives the release's wall and CPU seconds and the load average, since on a shared machine the
@@ -57,7 +57,7 @@ def release_main(argv: Optional[List[str]] = None) -> int:
     p.add_argument("--force", action="store_true", help="replace OUT_DIR if it exists")
     p.add_argument("--timeout", type=float, default=300.0, help="seconds per notebook cell in the nbval run")
     p.add_argument("--jobs", type=int, default=default_jobs(), metavar="N",
-                   help="notebooks run at once in the nbval run (default: the CPUs here, at most 4)")
+                   help="nbval workers, each running one notebook at a time (default: the CPUs here, at most 4)")
     p.add_argument("--skip-notebook-run", action="store_true", help="static checks only (no nbval run)")
     args = p.parse_args(argv)
     if args.jobs < 1:

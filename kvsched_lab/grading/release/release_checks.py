@@ -12,8 +12,8 @@
   ``git+file://`` repository of the bundle, into a fresh environment), ``import solutions`` and
   ``import kvsched_lab.grading`` fail and ``lab.reveal`` says the reference is withheld;
 * ``pytest --nbval-lax`` on every notebook of both editions fails in check cells (``check:*``, and
-  notebook 08's ``practice-check:*``) only (release_nbval.py: each notebook in a fresh copy of the
-  bundle, several at once).
+  notebook 08's ``practice-check:*``) only (release_nbval.py: each notebook in a fresh kernel in a
+  copy that is exactly the bundle, several at once, longest first).
 """
 from __future__ import annotations
 

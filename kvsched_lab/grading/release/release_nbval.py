@@ -1,17 +1,25 @@
 """Running the student bundle's notebooks for `kvsched release`: every notebook of both editions, in parallel.
 
 Each notebook runs as a student who opens it first would run it: ``pytest --nbval-lax`` in a
-fresh kernel, in a fresh copy of the bundle of its own (its own answers folder, kernel and nbval
-report), so its outcome cannot depend on which notebooks ran before it or beside it. A Run All
-of the notebooks in order sees the same: the bundle's TODOs are untouched stubs, a check never
-saves an untouched stub (`lab.check`), and each run checks that its notebook left nothing in the
-course folder (``notebooks/``) for a later notebook to read; one that does is a problem.
+fresh kernel, in a copy of the bundle that is exactly the bundle when its first cell runs (its
+own answers folder empty, nothing another notebook wrote), so its outcome cannot depend on which
+notebooks ran before it or beside it. A Run All of the notebooks in order sees the same: the
+bundle's TODOs are untouched stubs, a check never saves an untouched stub (`lab.check`), and each
+run checks that its notebook left nothing in the course folder (``notebooks/``) for a later
+notebook to read; one that does is a problem.
 
-The notebooks are jobs for a pool of `jobs` workers (default: the CPUs this process may use, at
-most `MAX_DEFAULT_JOBS`), the English edition first, then the Chinese one. What is provably
-identical is done once:
+`jobs` workers (default: the CPUs this process may use, at most `MAX_DEFAULT_JOBS`) take the
+notebooks from one queue, longest first (`run_order`, by the CPU seconds each took in a full
+release: a Chinese twin never before its English one), so the two editions run side by side and
+the run ends on short notebooks, not on one long one with the other cores idle. A worker is one
+pytest process with nbval (release_worker.py) in one copy of the bundle: it starts a new kernel
+for each notebook it takes, and after the notebook's last cell it compares every file of its
+copy with the bundle (SHA-256) and puts back what the notebook added, changed or removed. What is
+provably identical is done once:
 
-* the bundle's bytecode: compiled once into a staging copy that every notebook's copy is made
+* pytest, nbval and their imports: once per worker, not once per notebook (each notebook still
+  gets its own kernel; the copy is checked file by file against the bundle before the next one);
+* the bundle's bytecode: compiled once into a staging copy that every worker's copy is made
   from (the same sources, their times kept, so Python's own check of each compiled file against
   its source accepts it);
 * library replays: every run shares one fresh replay cache (``KVSCHED_REPLAY_CACHE``, read by
@@ -19,11 +27,13 @@ identical is done once:
   hash of everything a result depends on (the simulator's source bytes, the same in every copy of
   one bundle; the policy's name and arguments; the capacity, metric and block sizes; the
   requests), so a Chinese notebook's replay of a library policy loads what its English twin
-  computed, and two runs asking for one key at once compute it once. A learner's own class or
-  instance is never cached. The folder is new for each release and removed after it: nothing
-  from another run or another user is read back.
+  computed (queued after it), and two runs asking for one key at once compute it once. A learner's own class or instance is never
+  cached. The folder is new for each release and removed after it: nothing from another run or
+  another user is read back.
 
-Each notebook is named as it starts and as it ends, with its wall time and verdict.
+Each notebook is named as it starts and as it ends, with its wall time, its CPU time (its
+kernel's and its share of the worker's) and its verdict; a notebook that runs past its time is
+stopped with its worker, and a new worker takes the rest of the queue.
 """
 from __future__ import annotations
 
@@ -31,21 +41,31 @@ import compileall
 import json
 import os
 import shutil
+import signal
+import subprocess
 import sys
 import tempfile
-import threading
 import time
-from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
+from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Iterator, List, Optional, TextIO, Tuple
+from typing import Dict, Iterator, List, Optional, TextIO, Tuple
 
-from kvsched_lab.grading.kernel.nbrun import Outcomes, run_nbval
-from kvsched_lab.grading.release.release_build import bundle_notebooks
+from kvsched_lab.grading.kernel.nbrun import Outcomes, _limits, _pytest_args, write_kernelspec
+from kvsched_lab.grading.release.release_build import ZH, bundle_notebooks
 
 MAX_DEFAULT_JOBS = 4  # kernels at once by default: each holds a few hundred MB and one core
 REPLAY_CACHE_ENV = "KVSCHED_REPLAY_CACHE"  # the replay cache's folder (kvsched_lab/sim/replay.py)
-_ANSWERS = "kvsched_answers"  # lab.ANSWERS_DIRNAME: the answers folder inside the course folder
+MEMORY_MB = 2048  # address space of a worker and of each of its kernels
+KERNEL_START_S = 60.0  # a notebook's time beyond its cells' (4 x the cell limit): its kernel's start
+# CPU seconds of the course's long notebooks, (English, Chinese), by number: measured in a full
+# `kvsched release` on the 2-core development machine (2026-12-02, stubs, one replay cache; only
+# 06's Chinese twin loads most of its replays). The queue's order, longest first; any other
+# notebook counts as SHORT_S. A Chinese twin never goes ahead of its English one, so the replays
+# it shares are the English one's to compute.
+NOTEBOOK_CPU_S = {"06": (33.7, 18.4), "07": (40.1, 39.1), "08": (25.9, 24.4), "09": (37.3, 38.4),
+                  "10": (20.5, 21.8)}
+SHORT_S = (5.0, 5.0)
 
 
 def default_jobs() -> int:
@@ -79,21 +99,6 @@ def check_outcomes(copy: Path, path: Path, outcomes: Outcomes) -> Tuple[List[str
     return problems, warnings
 
 
-def _course_files(copy: Path) -> List[str]:
-    """Every file under the copy's ``notebooks/`` (bytecode caches aside), relative to the copy."""
-    return sorted(p.relative_to(copy).as_posix() for p in (copy / "notebooks").rglob("*")
-                  if p.is_file() and "__pycache__" not in p.parts)
-
-
-def left_behind(copy: Path, before: List[str]) -> List[str]:
-    """Problems naming each file a run added to the course folder, where a Run All in order would
-    hand it to the notebooks after it (an answer saved from a stub above all)."""
-    new = sorted(set(_course_files(copy)) - set(before))
-    return [f"{rel} was left by the run: a later notebook of a Run All in order would read it"
-            + (" (a saved answer: the untouched stubs must not save one)" if f"/{_ANSWERS}/" in f"/{rel}" else "")
-            for rel in new]
-
-
 @contextmanager
 def replay_cache(folder: Path) -> Iterator[Path]:
     """``KVSCHED_REPLAY_CACHE=folder`` for the processes started inside (the kernels inherit it); the
@@ -110,60 +115,193 @@ def replay_cache(folder: Path) -> Iterator[Path]:
             os.environ[REPLAY_CACHE_ENV] = old
 
 
-def _minutes(seconds: float) -> str:
-    return f"{int(seconds // 60)} min {seconds % 60:04.1f} s" if seconds >= 60 else f"{seconds:.1f} s"
+def expected_seconds(rel: str) -> float:
+    """The CPU seconds the queue expects of notebook `rel` (`NOTEBOOK_CPU_S`); for a Chinese notebook
+    at most its English twin's, so that it queues after it."""
+    path = Path(rel)
+    english, chinese = NOTEBOOK_CPU_S.get(path.name.split("_")[0], SHORT_S)
+    return min(english, chinese) if path.parent.name == ZH else english
+
+
+def run_order(rels: List[str]) -> List[str]:
+    """`rels` longest first (`expected_seconds`), the bundle's order among equals."""
+    return sorted(rels, key=lambda rel: -expected_seconds(rel))
+
+
+def minutes(seconds: float) -> str:
+    """``S s`` under a minute, else ``M min SS.S s`` (rounded first: 599.96 s is 10 min 00.0 s)."""
+    tenths = round(seconds * 10)
+    return f"{tenths // 600} min {tenths % 600 / 10:04.1f} s" if tenths >= 600 else f"{tenths / 10:.1f} s"
 
 
 class _Progress:
-    """One line as each notebook starts and as it ends, from any worker, never two mixed."""
+    """One line as each notebook starts and as it ends, never two mixed."""
 
     def __init__(self, total: int, stream: Optional[TextIO]) -> None:
         self.total, self.done, self.stream = total, 0, stream
         self.started = time.monotonic()
-        self.lock = threading.Lock()
 
     def say(self, line: str) -> None:
-        with self.lock:
-            print(line, file=self.stream or sys.stdout, flush=True)
+        print(line, file=self.stream or sys.stdout, flush=True)
 
     def start(self, rel: str, k: int) -> None:
         self.say(f"  nbval: {rel} ({k} of {self.total}) started")
 
-    def end(self, rel: str, k: int, seconds: float, verdict: str) -> None:
-        with self.lock:
-            self.done += 1
-            done = self.done
-        self.say(f"  nbval: {rel} ({k} of {self.total}) {verdict} in {seconds:.1f} s "
-                 f"[{done} of {self.total} done, {_minutes(time.monotonic() - self.started)} in]")
+    def end(self, rel: str, k: int, seconds: float, cpu: Optional[float], verdict: str) -> None:
+        self.done += 1
+        spent = "" if cpu is None else f", {cpu:.1f} s CPU"
+        self.say(f"  nbval: {rel} ({k} of {self.total}) {verdict} in {seconds:.1f} s{spent} "
+                 f"[{self.done} of {self.total} done, {minutes(time.monotonic() - self.started)} in]")
 
 
-def _run_one(staging: Path, work: Path, rel: str, k: int, cell_timeout: float,
-             progress: _Progress) -> Tuple[List[str], List[str]]:
-    """Notebook `rel` of the bundle, run in a fresh copy of `staging`: its (problems, warnings)."""
-    copy = work / f"{k:02d}" / "bundle"
-    shutil.copytree(staging, copy)
-    before = _course_files(copy)
-    progress.start(rel, k)
-    began = time.monotonic()
-    outcomes, tail = run_nbval([copy / rel], copy, copy, cell_timeout=cell_timeout, wall_timeout=60 + cell_timeout * 4)
-    seconds = time.monotonic() - began
-    if outcomes is None:
-        problems, warnings = [f"nbval did not run {rel}:\n{tail[-1500:]}"], []
-    else:
-        problems, warnings = check_outcomes(copy, copy / rel, outcomes)
-        problems += left_behind(copy, before)
-    verdict = "did not run" if outcomes is None else f"{len(problems)} problem(s)" if problems else "ok"
-    progress.end(rel, k, seconds, verdict)
-    shutil.rmtree(copy.parent, ignore_errors=True)  # a copy per notebook: free its disk as soon as it is done
-    return problems, warnings
+@dataclass
+class _Worker:
+    """One worker process (release_worker.py), its folder, and how far its events file is read."""
+    proc: subprocess.Popen
+    folder: Path
+    events: Path
+    read: int = 0  # bytes of `events` handled
+    current: str = ""  # the notebook it runs ("" between notebooks)
+    since: float = field(default_factory=time.monotonic)  # its last event
+    claimed: int = 0  # notebooks it has started
+    killed: bool = False  # stopped for running past its time
+
+    def tail(self) -> str:
+        log = self.folder / "pytest.log"
+        return log.read_bytes()[-1500:].decode("utf-8", "replace") if log.is_file() else ""
+
+
+def _worker_env(folder: Path, jupyter: Path) -> Dict[str, str]:
+    """The environment of a worker: only its own Jupyter folders, no caller's Python or pytest settings."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("PYTHON", "JUPYTER", "IPYTHON", "PYTEST"))}
+    env.update(JUPYTER_PATH=str(jupyter), JUPYTER_RUNTIME_DIR=str(folder / "runtime"),
+               JUPYTER_CONFIG_DIR=str(folder / "jupyter-config"), IPYTHONDIR=str(folder / "ipython"),
+               JUPYTER_PLATFORM_DIRS="1", PYTEST_DISABLE_PLUGIN_AUTOLOAD="1", PYTHONDONTWRITEBYTECODE="1",
+               # the worker is grader code and imports this package; kernels ignore it (python -I)
+               PYTHONPATH=str(Path(__file__).resolve().parents[3]))
+    return env
+
+
+class _Pool:
+    """The workers of one nbval run: started while the queue holds unclaimed notebooks, watched for
+    their events and their time, and each notebook's (problems, warnings) as it ends."""
+
+    def __init__(self, bundle: Path, staging: Path, work: Path, rels: List[str], cell_timeout: float,
+                 jobs: int, progress: _Progress) -> None:
+        self.bundle, self.staging, self.work, self.jobs, self.progress = bundle, staging, work, jobs, progress
+        self.place = {rel: k for k, rel in enumerate(rels, start=1)}
+        self.order = run_order(rels)
+        self.cell_timeout, self.budget = cell_timeout, KERNEL_START_S + cell_timeout * 4  # seconds of one notebook
+        self.claims = work / "claims"
+        self.claims.mkdir(parents=True)
+        self.results: Dict[str, Tuple[List[str], List[str]]] = {}
+        self.workers: List[_Worker] = []
+        self.started = 0
+        self.stalled = ""  # the log of a worker that ended without taking a notebook: start no more
+
+    def _unclaimed(self) -> List[str]:
+        return [rel for k, rel in enumerate(self.order) if not (self.claims / str(k)).exists()]
+
+    def _start(self) -> None:
+        self.started += 1
+        folder = self.work / f"worker-{self.started}"
+        copy = folder / "bundle"
+        shutil.copytree(self.staging, copy, symlinks=True)
+        jupyter = write_kernelspec(folder, copy, MEMORY_MB)
+        (folder / "pytest.ini").write_text("[pytest]\n", encoding="utf-8")  # no project config applies
+        notebooks = [str(copy / rel) for rel in self.order]
+        args = _pytest_args(notebooks, self.cell_timeout) + ["--rootdir", str(copy), "--continue-on-collection-errors"]
+        events = folder / "events.jsonl"
+        with open(folder / "pytest.log", "wb") as log:
+            proc = subprocess.Popen(
+                [sys.executable, "-m", "kvsched_lab.grading.release.release_worker", str(events), str(self.claims),
+                 str(self.staging), str(copy), "--"] + args, cwd=folder, env=_worker_env(folder, jupyter),
+                stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT, preexec_fn=_limits(MEMORY_MB),
+                start_new_session=True)
+        self.workers.append(_Worker(proc, folder, events))
+
+    def _events(self, worker: _Worker) -> None:
+        """Handle the whole lines `worker` has added to its events file since the last look."""
+        try:
+            with open(worker.events, "rb") as f:
+                f.seek(worker.read)
+                data = f.read()
+        except FileNotFoundError:
+            return
+        lines = data[:data.rfind(b"\n") + 1]
+        worker.read += len(lines)
+        for line in lines.decode("utf-8", "replace").splitlines():
+            try:
+                event = json.loads(line)
+                rel = event["notebook"]
+                k = self.place[rel]
+            except (ValueError, KeyError, TypeError):
+                continue  # not a line the worker wrote: the notebook it runs ends as not finished
+            worker.since = time.monotonic()
+            if event.get("event") == "start":
+                worker.current, worker.claimed = rel, worker.claimed + 1
+                self.progress.start(rel, k)
+            elif event.get("event") == "end" and rel == worker.current:
+                worker.current = ""
+                self._ended(rel, event)
+
+    def _ended(self, rel: str, event: dict) -> None:
+        outcomes: Outcomes = {str(node): tuple(v) for node, v in dict(event.get("outcomes", {})).items()}
+        problems, warnings = check_outcomes(self.bundle, self.bundle / rel, outcomes)
+        problems += [str(p) for p in event.get("left", [])]
+        self.results[rel] = problems, warnings
+        cpu = float(event.get("kernel_cpu", 0)) + float(event.get("nbval_cpu", 0))
+        self.progress.end(rel, self.place[rel], float(event.get("seconds", 0)), cpu,
+                          f"{len(problems)} problem(s)" if problems else "ok")
+
+    def _reap(self, worker: _Worker) -> None:
+        """A worker has exited: what it ran, its notebook cut short, whether to start another."""
+        self._events(worker)
+        if worker.current:
+            why = f"within {self.budget:.0f} s" if worker.killed else "(its worker ended)"
+            self.results[worker.current] = [f"nbval did not finish {worker.current} {why}:\n{worker.tail()}"], []
+            self.progress.end(worker.current, self.place[worker.current], time.monotonic() - worker.since, None,
+                              "did not finish")
+        elif not worker.claimed and self._unclaimed():
+            self.stalled = worker.tail()
+        self.workers.remove(worker)
+        shutil.rmtree(worker.folder, ignore_errors=True)  # its copy: free the disk as soon as it is done
+
+    def run(self) -> Dict[str, Tuple[List[str], List[str]]]:
+        """Every notebook's (problems, warnings), once every worker has ended."""
+        try:
+            while True:
+                for worker in list(self.workers):
+                    self._events(worker)
+                    if worker.proc.poll() is not None:
+                        self._reap(worker)
+                    elif time.monotonic() - worker.since > self.budget:
+                        os.killpg(worker.proc.pid, signal.SIGKILL)  # the worker, its kernel and their children
+                        worker.proc.wait()
+                        worker.killed = True
+                        self._reap(worker)
+                unclaimed = self._unclaimed()
+                while unclaimed and not self.stalled and len(self.workers) < min(self.jobs, len(unclaimed)):
+                    self._start()
+                if not self.workers:
+                    break
+                time.sleep(0.25)
+        finally:
+            for worker in self.workers:  # interrupted: leave no worker behind
+                os.killpg(worker.proc.pid, signal.SIGKILL)
+                worker.proc.wait()
+        for rel in self._unclaimed() if self.stalled else []:
+            self.results[rel] = [f"nbval did not run {rel}:\n{self.stalled}"], []
+        return self.results
 
 
 def nbval_only_checks_fail(bundle: Path, cell_timeout: float, jobs: Optional[int] = None,
                            stream: Optional[TextIO] = None) -> Tuple[List[str], List[str]]:
     """(problems, warnings) of running every notebook of the bundle as a student would, with stubs.
 
-    `jobs` notebooks at once (default `default_jobs()`), each in its own fresh copy of the bundle;
-    problems and warnings come in the bundle's notebook order, whatever order the runs end in.
+    `jobs` workers (default `default_jobs()`) take the notebooks longest first (`run_order`), each
+    in a fresh kernel in a copy that is the bundle; problems and warnings come in the bundle's
+    notebook order, whatever order the runs end in.
     """
     rels = [p.relative_to(bundle).as_posix() for p in bundle_notebooks(bundle)]
     if not rels:
@@ -173,14 +311,11 @@ def nbval_only_checks_fail(bundle: Path, cell_timeout: float, jobs: Optional[int
         raise ValueError(f"jobs must be at least 1, not {jobs}")
     with tempfile.TemporaryDirectory(prefix="kvsched-release-") as tmp:
         staging = Path(tmp) / "staging"
-        shutil.copytree(bundle, staging)
+        shutil.copytree(bundle, staging, symlinks=True)
         compileall.compile_dir(str(staging / "kvsched_lab"), quiet=1)  # once, for every copy
-        progress = _Progress(len(rels), stream)
-        with replay_cache(Path(tmp) / "replays"), ThreadPoolExecutor(max_workers=jobs) as pool:
-            runs = [pool.submit(_run_one, staging, Path(tmp) / "runs", rel, k, cell_timeout, progress)
-                    for k, rel in enumerate(rels, start=1)]
-            done = [run.result() for run in runs]
-    problems = [p for ps, _ in done for p in ps]
-    warnings = [w for _, ws in done for w in ws]
+        with replay_cache(Path(tmp) / "replays"):
+            done = _Pool(bundle, staging, Path(tmp) / "runs", rels, cell_timeout, jobs,
+                         _Progress(len(rels), stream)).run()
+    problems = [p for rel in rels for p in done.get(rel, ([f"nbval did not run {rel}"], []))[0]]
+    warnings = [w for rel in rels for w in done.get(rel, ([], []))[1]]
     return problems, warnings
-

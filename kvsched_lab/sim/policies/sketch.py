@@ -21,8 +21,11 @@ positions are computed once and remembered.
 Hashing costs more than counting: two XXH64s and ten positions cost about three counts in
 Python, once per key, and a replay meets most keys once (182,790 distinct blocks in the 288,500 touches of the
 conversation trace). So `learn` computes the positions of a replay's new int keys together,
-the same arithmetic on numpy ``uint64`` arrays (whose products wrap modulo 2**64, as XXH64's
-do); `xxh64_u64`, one key at a time, is the specification it is tested against.
+the same arithmetic on numpy arrays (``uint64`` products wrap modulo 2**64, as XXH64's do;
+``uint32`` sums and products modulo 2**32, as libCacheSim's positions do); `xxh64_u64`, one key
+at a time, is the specification it is tested against. This is a data-structure choice, a table
+of positions filled at once: the rules (what is counted when, what is compared) stay the Python
+of wtinylfu.py and wtinylfu_replay.py, and the counters stay a plain list.
 """
 from __future__ import annotations
 
@@ -124,11 +127,11 @@ class CountingBloomFilter:
         ints = [k for k in new if type(k) is int and 0 <= k <= MASK64]  # bools and others: `slots`
         if ints:
             values = np.array(ints, dtype=np.uint64)
-            mask32 = np.uint64(MASK32)
-            a = xxh64_u64_array(values, SEED_A) & mask32
-            b = xxh64_u64_array(values, SEED_B) & mask32
-            steps = np.arange(self.hashes, dtype=np.uint64)
-            positions = ((a[:, None] + steps * b[:, None]) & mask32) % np.uint64(self.num_counters)
+            a = xxh64_u64_array(values, SEED_A).astype(np.uint32)  # the low 32 bits
+            b = xxh64_u64_array(values, SEED_B).astype(np.uint32)
+            steps = np.arange(self.hashes, dtype=np.uint32)
+            # uint32 sums and products wrap modulo 2**32, as libCacheSim's unsigned ints do
+            positions = (a[:, None] + steps * b[:, None]) % np.uint32(self.num_counters)
             known.update(zip(ints, positions.tolist()))  # lists: a tuple each would cost a third more
         for k in new:
             if k not in known:

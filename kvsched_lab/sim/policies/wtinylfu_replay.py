@@ -4,6 +4,16 @@ A method call per touch, per sketch count and per eviction cost more than the ru
 so this loop keeps every field in a local and writes them back at the end, even if interrupted.
 Before the loop, the sketch learns the counter positions of every key of the requests at once
 (`CountingBloomFilter.learn`); a count is then ten list increments, an estimate one ``min``.
+
+Over half the comparisons of rule 4 read one counter instead of twenty. Counts only grow
+between two halvings, so main's victim's count, once read, stays a floor under its count while
+it stays the victim (it did for 240,000 of the 247,000 comparisons of the bench's replay); and
+the window block's count is at most any one of its counters. The window block is rejected
+outright when its first counter is not above the floor; otherwise both counts are read (the
+victim's again, as it may have grown) and compared exactly. A halving drops the floor. The
+decisions are the rules'; what is left is counting, twenty counters a miss (three fifths of the
+loop's time in the bench's replay).
+
 It runs only when every cached block has the one size of the replay; otherwise the replay goes
 touch by touch. tests/test_policy_wtinylfu.py checks that both give the same log and state.
 """
@@ -27,6 +37,8 @@ def replay_one_size(policy: Any, hash_id_lists: Iterable[Sequence[Hashable]], by
         sketch.learn([k for ids in lists for k in ids])
     slots = sketch.known_slots
     counters = sketch.counters
+    get = counters.__getitem__
+    floor_key, floor = None, 0  # main's victim when its count was last read, and that count
     entries, window, probation, protected = policy.entries, policy.window, policy.probation, policy.protected
     win_move, prot_move, prot_pop, prob_pop = window.move_to_end, protected.move_to_end, protected.popitem, probation.popitem
     emit = policy.log.append_event
@@ -73,6 +85,7 @@ def replay_one_size(policy: Any, hash_id_lists: Iterable[Sequence[Hashable]], by
                         main_hits = 0
                         sketch.decay()
                         counters = sketch.counters
+                        get, floor_key = counters.__getitem__, None  # halved: read m's count again
                     emit((reuse, key))
                     continue
                 if skip_all:
@@ -84,8 +97,18 @@ def replay_one_size(policy: Any, hash_id_lists: Iterable[Sequence[Hashable]], by
                         ws = slots[w]
                         if prob_bytes + prot_bytes + b > main_max:  # main is full: compare once
                             m = next(iter(probation or protected))
-                            if min(map(counters.__getitem__, ws)) > min(map(counters.__getitem__, slots[m])):
-                                if probation:  # admitted: main's victim leaves
+                            if m is not floor_key:  # a new victim: read its count
+                                floor_key, floor = m, min(map(get, slots[m]))
+                            # Counts only grow between halvings, so `floor` is at most m's count now,
+                            # and w's count is at most its first counter: most rejections need no more.
+                            admitted = False
+                            if counters[ws[0]] > floor:
+                                w_count = min(map(get, ws))
+                                if w_count > floor:  # m's count may have grown since: read it again
+                                    floor = min(map(get, slots[m]))
+                                    admitted = w_count > floor
+                            if admitted:  # main's victim leaves
+                                if probation:
                                     del probation[m]
                                     prob_bytes -= b
                                 else:

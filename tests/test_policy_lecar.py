@@ -39,6 +39,37 @@ def test_fast_loop_makes_the_hooks_decisions_draws_and_weights(name, capacity, s
     assert fast.ghost_lru and fast.ghost_lfu
 
 
+def repeat_requests(seed, capacity, n):
+    """Requests whose blocks come twice in a row (a few keys more than the cache): a new block is
+    often hit before the next miss, so every cached block has a count above 1 and the LFU expert's
+    lowest count is above 1 when a miss needs a victim."""
+    rng = random.Random(seed)
+    return [[k for _ in range(rng.randint(1, 3)) for k in [rng.randrange(capacity + 3)] * rng.choice((1, 2, 2))]
+            for _ in range(n)]
+
+
+@pytest.mark.parametrize("name", ["lecar", "lecar-prefix"])
+@pytest.mark.parametrize("capacity, seed", [(4, 7), (9, 8)])
+def test_fast_loop_when_no_cached_block_has_count_1(name, capacity, seed):
+    """The LFU expert's victim from a bucket above 1 (every block hit), both draws' outcomes: the
+    fast loop's rare path makes the hooks' decisions."""
+    lists = repeat_requests(seed, capacity, 2000)
+    fast, slow = make_policy(name, capacity), make_policy(name, capacity)
+    choices = []  # (lowest count, who chose) of every victim the experts disagreed on, by hook
+    victim = slow.victim
+
+    def watched_victim():
+        key = victim()
+        if slow._expert:
+            choices.append((slow.min_freq > 1, slow._expert))
+        return key
+
+    slow.victim = watched_victim
+    assert fast.replay_requests(lists, 1) == replay_by_touch(slow, lists, 1)
+    assert full_state(fast) == full_state(slow)
+    assert {(True, 1), (True, 2), (False, 1), (False, 2)} <= set(choices)  # LRU's and LFU's, either lowest count
+
+
 def test_fast_loop_continues_where_the_hooks_left_off_and_back():
     """Half the requests by hook, half by the loop, then a touch: the same as all by hook."""
     lists = hot_cold_requests(4, 30, 1000)
@@ -120,3 +151,27 @@ def test_a_plain_touch_is_lecars():
         ours.touch(k, 1)
         plain.touch(k, 1)
     assert full_state(ours) == full_state(plain)
+
+
+def test_a_refresh_that_moves_the_held_lru_block_is_seen_by_the_fast_loop():
+    """Capacity 2. In [a, b, c, d], a (count 3) is the LRU block when c misses and every block was
+    hit, so the experts disagree and LFU's draw evicts b. The refresh at [e, f] moves a back to the
+    newest end: c (count 1) is now the LRU block, both experts name it, no draw, no ghost."""
+    lists = [["a", "a", "b", "x"], ["a", "b", "c", "d"], ["e", "f"]]
+    fast, slow = make_policy("lecar-prefix", 2), make_policy("lecar-prefix", 2)
+    assert fast.replay_requests(lists, 1) == replay_by_touch(slow, lists, 1) == [0, 2, 0]
+    assert full_state(fast) == full_state(slow)
+    assert list(fast.log)[-3:] == ["evict:c", "add:e", "skip:f"]
+    assert list(fast.ghost_lfu) == ["b"] and not fast.ghost_lru
+
+
+@pytest.mark.parametrize("by_hook", [False, True])
+def test_a_draw_equal_to_w_lru_picks_lfus_block(by_hook):
+    """Rule 2: LRU's block only when r < w_lru. The generator's first r is 0.97; with w_lru set to
+    0.97, the hot LRU block h stays and the new block n1 (LFU's) goes to LFU's ghost."""
+    policy = make_policy("lecar", 2)
+    policy.w_lru, policy.w_lfu = 0.97, 0.03
+    run = replay_by_touch if by_hook else type(policy).replay_requests
+    run(policy, [["h"], ["h"], ["n1"], ["n2"]], 1)
+    assert list(policy.log)[-2:] == ["evict:n1", "add:n2"]
+    assert list(policy.ghost_lfu) == ["n1"] and policy.draw() == 0.82  # one draw was made: the next is the second

@@ -5,13 +5,20 @@ keeps every field in a local and writes them back at the end, even if interrupte
 when every block (cached or remembered by a ghost) has the replay's one size; then a miss evicts
 at most one block and trims at most one ghost, so each ``while`` of the hooks is an ``if``, and
 the LFU expert's walk up to the next used frequency is skipped: the new block sets the lowest
-frequency back to 1 right after. Two facts of the layout make it cheaper than the hooks:
+frequency back to 1 right after (and once the cache is full, every miss evicts). Two facts of the layout make it cheaper than the hooks:
 
 - every frequency bucket is in LRU order (a block's last touch is when it reached its count), so
   the experts agree exactly when the LRU block has the lowest count: one look-up decides, and
   the LFU bucket is read only when they disagree;
 - the buckets are never removed, so every count up to ``max_freq`` has one: a hit reaches
   ``f + 1`` by indexing, and creates a bucket only past the highest count.
+
+And one fact of LeCaR's runs: once the LRU block has a count above the lowest, the experts go on
+disagreeing on it at every miss (on the bench's trace LFU's weight wins, so 84k of 229k victims
+are LFU's while one hit block sits at the LRU end). The loop *holds* that block (``held``): it
+stays the LRU block until it is hit, evicted or refreshed (lecar-prefix), or ``ones`` runs dry,
+and while it is held a miss draws at once instead of taking the LRU block out and putting it back.
+The lowest count is read only where it matters (``ones`` empty) and written back at the end.
 
 With ``prefix_rules`` (lecar-prefix) it is also `PrefixLeCaRPolicy.begin_request` and its bypass
 of a prompt's last block. tests/test_policy_lecar.py and tests/test_policies.py check that this
@@ -46,34 +53,44 @@ def replay_one_size(policy: Any, hash_id_lists: Iterable[Sequence[Hashable]], by
         return Policy._replay(policy, hash_id_lists, bytes_)
     entries, freq, by_freq = policy.entries, policy.freq, policy.by_freq
     contains, to_mru, emit = entries.__contains__, entries.move_to_end, policy.log.append_event
-    oldest, to_lru_end, get_freq = entries.popitem, entries.move_to_end, freq.get
+    oldest, get_freq = entries.popitem, freq.get
+    ones = by_freq[1]  # the bucket of new blocks (never removed)
     multiplier, mask = LEHMER_MULTIPLIER, MASK128
     out: List[int] = []  # prefix hits per request
     last_time = 0  # the touch clock at the prompt's last block, bypassed on a miss (0: none)
-    ones = by_freq[1]  # the bucket of new blocks (never removed)
     add, evict, reuse, skip = ADD, EVICT, REUSE, SKIP  # locals: faster than globals in the loop
     cap, b, lr, dr = policy.capacity_bytes, bytes_, policy.lr, policy.dr
-    cur, hits, time = policy.current_bytes, policy.hits, policy.time
-    min_f, max_f = policy.min_freq, policy.max_freq
+    cur, hits, time, max_f = policy.current_bytes, policy.hits, policy.time, policy.max_freq
     ghost_blocks = policy.ghost_limit // b  # a ghost's bytes are its length times b: over the limit past this
     w_lru, w_lfu, state = policy.w_lru, policy.w_lfu, policy.rand_state
-    prefix_rules, begin_request = policy.prefix_rules, policy.begin_request
+    prefix_rules, finished = policy.prefix_rules, policy.finished
+    full = cur + b > cap  # the next miss evicts (it stays so: every eviction is followed by an add)
+    held = held_f = None  # the LRU block while the experts are known to disagree on it, and its count
+    lfu = ones  # the LFU expert's bucket while `held` is set
     try:
         for ids in hash_id_lists:
             out.append(prefix_hits(contains, ids))
             if prefix_rules:  # lecar-prefix: its begin_request, and the clock at the prompt's last block
-                begin_request(ids)
+                if held is not None and held in finished:  # the refresh moves it off the LRU end
+                    held = None
+                for key in reversed(finished):  # rule 1: the finished request's blocks, tail first
+                    if key in entries:
+                        to_mru(key)
+                        by_freq[get_freq(key, 1)].move_to_end(key)
+                finished = tuple(ids)
                 last_time = time + len(ids) if len(ids) > 1 else 0  # a one-block prompt's block is no "last"
             for key in ids:
                 time += 1
                 if key in entries:  # a hit: the LRU list and the count
                     hits += 1
                     to_mru(key)
+                    if key == held:  # no longer the LRU block
+                        held = None
                     f = get_freq(key, 1)
                     node = by_freq[f]
                     del node[key]
-                    if not node and f == min_f:
-                        min_f = f + 1
+                    if f == 1 and not node:  # `ones` ran dry: the LFU expert looks elsewhere
+                        held = None
                     f += 1
                     freq[key] = f
                     if f > max_f:
@@ -90,27 +107,35 @@ def replay_one_size(policy: Any, hash_id_lists: Iterable[Sequence[Hashable]], by
                     w_lru, w_lfu = regret(w_lru, w_lfu, lr, dr ** (time - ghost_lru.pop(key)[1]))
                 elif key in ghost_lfu:
                     w_lfu, w_lru = regret(w_lfu, w_lru, lr, dr ** (time - ghost_lfu.pop(key)[1]))
-                if cur + b > cap:  # rule 2: one victim makes room
-                    old = oldest(False)[0]  # LRU's block, put back below if LFU's is chosen
-                    f = get_freq(old, 1)
-                    if f == 1:  # count 1, so the lowest: it heads `ones` too, the experts agree
-                        del ones[old]
-                    elif f == min_f:  # they agree on a block hit before: nobody remembers it
-                        del by_freq[f][old]
-                        del freq[old]
-                    else:  # they disagree: a draw, and the chooser's ghost remembers the victim
+                if full:  # rule 2: one victim makes room
+                    if held is None:  # look at the LRU block
+                        old = oldest(False)[0]
+                        f = get_freq(old, 1)
+                        if f == 1:  # count 1, so the lowest: it heads `ones` too, the experts agree
+                            del ones[old]
+                        else:
+                            low = 1 if ones else next(g for g in range(2, f + 1) if by_freq[g])  # the lowest count
+                            if f == low:  # they agree on a block hit before: nobody remembers it
+                                del by_freq[f][old]
+                                del freq[old]
+                            else:  # they disagree: the block goes back to the LRU end and is held there
+                                entries[old] = b
+                                to_mru(old, False)
+                                held, held_f, lfu = old, f, by_freq[low]
+                    if held is not None:  # they disagree: a draw, and the chooser's ghost remembers the victim
                         state = (state * multiplier) & mask
                         if ((state >> 64) % 100) / 100.0 < w_lru:  # LRU's block
-                            del by_freq[f][old]
+                            old, held = held, None
+                            del entries[old]
+                            del by_freq[held_f][old]
                             del freq[old]
                             ghost = ghost_lru
                         else:  # LFU's: the first block of the lowest count
-                            entries[old] = b
-                            to_lru_end(old, False)
-                            old = by_freq[min_f].popitem(False)[0]
+                            old = lfu.popitem(False)[0]
                             del entries[old]
-                            if min_f > 1:
+                            if lfu is not ones:  # `ones` was empty; the new block below refills it
                                 del freq[old]
+                                lfu = ones
                             ghost = ghost_lfu
                         ghost[old] = (b, time)
                         if len(ghost) > ghost_blocks:  # rule 3: over half the capacity
@@ -118,13 +143,15 @@ def replay_one_size(policy: Any, hash_id_lists: Iterable[Sequence[Hashable]], by
                     emit((evict, old, add, key))  # the victim and the add, in one call
                 else:
                     cur += b
+                    full = cur + b > cap
                     emit((add, key))
                 entries[key] = b
                 ones[key] = None
-                min_f = 1
     finally:  # keep the state true even if the replay is interrupted
-        policy.current_bytes, policy.hits, policy.time = cur, hits, time
-        policy.min_freq, policy.max_freq = min_f, max_f
+        policy.current_bytes, policy.hits, policy.time, policy.max_freq = cur, hits, time, max_f
+        if entries:  # the lowest count in use, as the hooks keep it
+            policy.min_freq = 1 if ones else next(g for g in range(2, max_f + 1) if by_freq[g])
         policy.ghost_lru_bytes, policy.ghost_lfu_bytes = len(ghost_lru) * b, len(ghost_lfu) * b
         policy.w_lru, policy.w_lfu, policy.rand_state = w_lru, w_lfu, state
+        policy.finished = finished
     return out

@@ -11,6 +11,7 @@ tests/test_policy_cacheus.py checks that both give the same log and every field 
 from __future__ import annotations
 
 import math
+from bisect import bisect_left
 from collections import OrderedDict
 from typing import Any, Hashable, Iterable, List, Sequence
 
@@ -19,6 +20,7 @@ from kvsched_lab.sim.policies.base import Policy, prefix_hits
 from kvsched_lab.sim.policies.lehmer import LEHMER_MULTIPLIER, MASK128
 
 DEMOTED, NEW = 1, 2  # SR-LRU's flags on a block in SR: demoted from R; never hit since it arrived
+CENTS = [r / 100 for r in range(100)]  # the draws' values: x % 100 = r draws r / 100
 
 
 def link(freq: dict, by_freq: dict, key: Hashable, f: int) -> None:
@@ -60,8 +62,8 @@ def replay_one_size(policy: Any, hash_id_lists: Iterable[Sequence[Hashable]], by
     freq, by_freq = policy.freq, policy.by_freq
     ghost_lru, ghost_lfu = policy.ghost_lru, policy.ghost_lfu
     emit, exp = policy.log.append_event, math.exp
-    r_pop, sr_pop, h_pop = r_list.popitem, sr_list.popitem, history.popitem
-    r_move = r_list.move_to_end
+    r_pop, sr_pop, h_pop, gl_pop, gf_pop = r_list.popitem, sr_list.popitem, history.popitem, ghost_lru.popitem, ghost_lfu.popitem
+    r_move, h_get = r_list.move_to_end, history.get
     add, evict, reuse = ADD, EVICT, REUSE
     cap, b = policy.capacity_bytes, bytes_
     cur, hits, time = policy.current_bytes, policy.hits, policy.time
@@ -70,10 +72,15 @@ def replay_one_size(policy: Any, hash_id_lists: Iterable[Sequence[Hashable]], by
     sr_target, r_target = policy.sr_target, policy.r_target
     demoted, new_in_h = policy.demoted, policy.new_in_history
     min_f, max_f = policy.min_freq, policy.max_freq
-    w_lru, w_lfu = policy.w_lru, policy.w_lfu
-    interval_hits = policy.interval_hits
+    w_lru, w_lfu, lr = policy.w_lru, policy.w_lfu, policy.lr
+    settled = False  # True once renormalising leaves both weights as they are (until a ghost hit)
+    lru_below = bisect_left(CENTS, w_lru)  # draws x with (x % 100) / 100 < w_lru: x % 100 below this
+    hits_before = hits - policy.interval_hits  # the interval's hits: hits - hits_before
     state = policy.rand_state
     ones = by_freq[1]  # count 1's keys (buckets are never dropped): every new block joins them
+    # Each eviction names two candidates; both are remembered between misses (None: look again):
+    sr_head = None  # SR's oldest key, while SR is not empty
+    top = None  # the last key at count min_f (CR-LFU's victim)
     out: List[int] = []
     contains = entries.__contains__
     try:
@@ -83,15 +90,16 @@ def replay_one_size(policy: Any, hash_id_lists: Iterable[Sequence[Hashable]], by
                 time += 1
                 if key in entries:  # a hit: both experts
                     hits += 1
-                    interval_hits += 1
                     if key in r_list:
                         r_move(key)
                     else:
                         del sr_list[key]
+                        if key == sr_head:
+                            sr_head = None
                         sr_bytes -= b
                         r_list[key] = None
                         r_bytes += b
-                        while r_bytes > r_target:
+                        while r_bytes > r_target:  # R's oldest demoted to SR's newest end
                             sr_list[r_pop(False)[0]] = DEMOTED
                             r_bytes -= b
                             sr_bytes += b
@@ -99,6 +107,8 @@ def replay_one_size(policy: Any, hash_id_lists: Iterable[Sequence[Hashable]], by
                     f = freq[key]
                     node = by_freq[f]
                     del node[key]
+                    if key == top:
+                        top = None
                     f += 1
                     freq[key] = f
                     up = by_freq.get(f)
@@ -109,28 +119,53 @@ def replay_one_size(policy: Any, hash_id_lists: Iterable[Sequence[Hashable]], by
                     up[key] = None
                     if not node and min_f == f - 1:
                         min_f = f  # the block just moved there: the next used count
+                        top = key
                     emit((reuse, key))
                 else:
                     # Rule 3. A block is in one ghost at most: it enters one only when evicted,
                     # and its miss, before it is cached again, took it out of both.
-                    if ghost_lru.pop(key, None) is not None:
-                        w_lru *= exp(-policy.lr)
+                    if key in ghost_lru:
+                        del ghost_lru[key]
+                        w_lru *= exp(-lr)
                         gl_bytes -= b
-                    elif ghost_lfu.pop(key, None) is not None:
-                        w_lfu *= exp(-policy.lr)
+                        settled = False
+                    elif key in ghost_lfu:
+                        del ghost_lfu[key]
+                        w_lfu *= exp(-lr)
                         gf_bytes -= b
-                    w_lru = w_lru / (w_lru + w_lfu)
-                    w_lfu = 1 - w_lru
-                    while cur + b > cap:  # rule 2
-                        lru_key = next(iter(sr_list or r_list))
-                        lowest = by_freq[min_f]  # not empty: it names CR-LFU's victim
-                        lfu_key = next(reversed(lowest))
+                        settled = False
+                    if not settled:
+                        w = w_lru / (w_lru + w_lfu)
+                        settled = w == w_lru and 1 - w == w_lfu
+                        w_lru, w_lfu = w, 1 - w
+                        lru_below = bisect_left(CENTS, w)
+                    gone = None  # the victim, logged with the add when nothing else leaves
+                    if cur + b > cap:  # rule 2; one victim makes room for a block of one size
                         state = (state * LEHMER_MULTIPLIER) & MASK128
-                        lru_chosen = ((state >> 64) % 100) / 100 < w_lru
-                        victim = lru_key if lru_chosen else lfu_key
-                        flags = sr_list.pop(victim, None)
+                        if top is None:
+                            top = next(reversed(by_freq[min_f]))  # not empty: cached blocks have counts
+                        if sr_head is None:
+                            lru_key = sr_head = next(iter(sr_list)) if sr_list else None
+                            if lru_key is None:
+                                lru_key = next(iter(r_list))
+                        else:
+                            lru_key = sr_head
+                        lfu_key = top
+                        if (state >> 64) % 100 < lru_below:  # SR-LRU's victim
+                            gone = lru_key
+                            sr_head = None
+                            if gone == lfu_key:
+                                top = None
+                            lru_chosen = True
+                        else:
+                            gone = lfu_key
+                            top = None
+                            if gone == lru_key:
+                                sr_head = None
+                            lru_chosen = False
+                        flags = sr_list.pop(gone, None)
                         if flags is None:
-                            del r_list[victim]
+                            del r_list[gone]
                             r_bytes -= b
                             new = False
                         else:
@@ -140,34 +175,35 @@ def replay_one_size(policy: Any, hash_id_lists: Iterable[Sequence[Hashable]], by
                             new = flags == NEW
                             if new:
                                 new_in_h += 1
-                        del entries[victim]
+                        del entries[gone]
                         cur -= b
-                        f = freq.pop(victim)  # into H with its count
-                        del by_freq[f][victim]
-                        history[victim] = (b, new, f)
+                        f = freq.pop(gone)  # into H with its count
+                        node = by_freq[f]
+                        del node[gone]
+                        history[gone] = (b, new, f)
                         h_bytes += b
-                        while h_bytes >= cap:
+                        if h_bytes >= cap:
                             h_pop(False)
                             h_bytes -= b
-                        if f == min_f and not lowest:
-                            min_f = next_used(by_freq, min_f, max_f, -1 if victim == lfu_key else min_f)
-                        emit((evict, victim))
+                        if f == min_f and not node:
+                            min_f = next_used(by_freq, min_f, max_f, -1 if gone == lfu_key else min_f)
+                            top = None
                         if lru_key != lfu_key:
                             if lru_chosen:
-                                ghost_lru[victim] = b
+                                ghost_lru[gone] = b
                                 gl_bytes += b
                                 if gl_bytes > g_limit:
-                                    ghost_lru.popitem(False)
+                                    gl_pop(False)
                                     gl_bytes -= b
                             else:
-                                ghost_lfu[victim] = b
+                                ghost_lfu[gone] = b
                                 gf_bytes += b
                                 if gf_bytes > g_limit:
-                                    ghost_lfu.popitem(False)
+                                    gf_pop(False)
                                     gf_bytes -= b
-                    past = history.get(key)
+                    past = h_get(key)
                     if b > (sr_target if past is None else r_target):  # SR-LRU's can_insert
-                        emit((SKIP, key))
+                        emit((SKIP, key) if gone is None else (evict, gone, SKIP, key))
                     else:
                         entries[key] = b
                         cur += b
@@ -177,6 +213,7 @@ def replay_one_size(policy: Any, hash_id_lists: Iterable[Sequence[Hashable]], by
                             freq[key] = 1
                             ones[key] = None
                             min_f = 1
+                            top = key
                         else:  # back from H: count + 1, R
                             del history[key]
                             h_bytes -= b
@@ -191,8 +228,9 @@ def replay_one_size(policy: Any, hash_id_lists: Iterable[Sequence[Hashable]], by
                             link(freq, by_freq, key, f)
                             if f > max_f:
                                 max_f = f
-                            if min_f > f or min_f == -1:
+                            if min_f > f or min_f == -1 or min_f == f:
                                 min_f = f
+                                top = key
                             if past[1]:  # it left SR unhit: SR was too small
                                 ratio = demoted // new_in_h
                                 delta = 1.0 if ratio == 0 else ratio + 0.5
@@ -202,7 +240,11 @@ def replay_one_size(policy: Any, hash_id_lists: Iterable[Sequence[Hashable]], by
                                     sr_target = int(sr_target + delta)
                                 r_target = cap - sr_target
                         while sr_bytes > sr_target:  # SR's oldest leave, no expert asked
+                            if gone is not None:
+                                emit((evict, gone))
+                                gone = None
                             old, flags = sr_pop(False)
+                            sr_head = None
                             sr_bytes -= b
                             if flags & DEMOTED:
                                 demoted -= 1
@@ -211,15 +253,18 @@ def replay_one_size(policy: Any, hash_id_lists: Iterable[Sequence[Hashable]], by
                                 new_in_h += 1
                             del entries[old]
                             cur -= b
+                            if old == top:
+                                top = None
                             h_bytes = to_history(freq, by_freq, history, old, new, b, h_bytes, cap)
                             if not by_freq.get(min_f):
                                 min_f = next_used(by_freq, min_f, max_f, min_f)
+                                top = None
                             emit((evict, old))
-                        emit((add, key))
+                        emit((add, key) if gone is None else (evict, gone, add, key))
                 if time % cap == 0:  # rule 4: rare, through the method
-                    policy.interval_hits, policy.rand_state = interval_hits, state
+                    policy.interval_hits, policy.rand_state = hits - hits_before, state
                     policy._update_lr()
-                    interval_hits, state = policy.interval_hits, policy.rand_state
+                    hits_before, state, lr = hits, policy.rand_state, policy.lr
     finally:  # keep the state true even if the replay is interrupted
         policy.current_bytes, policy.hits, policy.time = cur, hits, time
         policy.r_bytes, policy.sr_bytes, policy.history_bytes = r_bytes, sr_bytes, h_bytes
@@ -228,5 +273,5 @@ def replay_one_size(policy: Any, hash_id_lists: Iterable[Sequence[Hashable]], by
         policy.demoted, policy.new_in_history = demoted, new_in_h
         policy.min_freq, policy.max_freq = min_f, max_f
         policy.w_lru, policy.w_lfu = w_lru, w_lfu
-        policy.interval_hits, policy.rand_state = interval_hits, state
+        policy.interval_hits, policy.rand_state = hits - hits_before, state
     return out

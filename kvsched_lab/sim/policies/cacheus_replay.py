@@ -66,10 +66,15 @@ def replay_one_size(policy: Any, hash_id_lists: Iterable[Sequence[Hashable]], by
     r_move, h_get = r_list.move_to_end, history.get
     add, evict, reuse = ADD, EVICT, REUSE
     cap, b = policy.capacity_bytes, bytes_
-    cur, hits, time = policy.current_bytes, policy.hits, policy.time
-    r_bytes, sr_bytes, h_bytes = policy.r_bytes, policy.sr_bytes, policy.history_bytes
-    gl_bytes, gf_bytes, g_limit = policy.ghost_lru_bytes, policy.ghost_lfu_bytes, policy.ghost_limit
+    # Every block has b bytes, so each byte count is b times a block count: the loop counts free
+    # places instead (in the cache, H and each ghost), and the byte counts are written back at the end.
+    room = (cap - policy.current_bytes) // b  # blocks the cache can still take
+    h_room = (cap - 1) // b - len(history)  # H keeps fewer than cap bytes
+    gl_room = policy.ghost_limit // b - len(ghost_lru)
+    gf_room = policy.ghost_limit // b - len(ghost_lfu)
+    hits, time = policy.hits, policy.time
     sr_target, r_target = policy.sr_target, policy.r_target
+    sr_most, r_most = sr_target // b, r_target // b  # the most blocks each list holds within its target
     demoted, new_in_h = policy.demoted, policy.new_in_history
     min_f, max_f = policy.min_freq, policy.max_freq
     w_lru, w_lfu, lr = policy.w_lru, policy.w_lfu, policy.lr
@@ -96,13 +101,9 @@ def replay_one_size(policy: Any, hash_id_lists: Iterable[Sequence[Hashable]], by
                         del sr_list[key]
                         if key == sr_head:
                             sr_head = None
-                        sr_bytes -= b
                         r_list[key] = None
-                        r_bytes += b
-                        while r_bytes > r_target:  # R's oldest demoted to SR's newest end
+                        while len(r_list) > r_most:  # R's oldest demoted to SR's newest end
                             sr_list[r_pop(False)[0]] = DEMOTED
-                            r_bytes -= b
-                            sr_bytes += b
                             demoted += 1
                     f = freq[key]
                     node = by_freq[f]
@@ -126,13 +127,13 @@ def replay_one_size(policy: Any, hash_id_lists: Iterable[Sequence[Hashable]], by
                     # and its miss, before it is cached again, took it out of both.
                     if key in ghost_lru:
                         del ghost_lru[key]
+                        gl_room += 1
                         w_lru *= exp(-lr)
-                        gl_bytes -= b
                         settled = False
                     elif key in ghost_lfu:
                         del ghost_lfu[key]
+                        gf_room += 1
                         w_lfu *= exp(-lr)
-                        gf_bytes -= b
                         settled = False
                     if not settled:
                         w = w_lru / (w_lru + w_lfu)
@@ -140,7 +141,9 @@ def replay_one_size(policy: Any, hash_id_lists: Iterable[Sequence[Hashable]], by
                         w_lru, w_lfu = w, 1 - w
                         lru_below = bisect_left(CENTS, w)
                     gone = None  # the victim, logged with the add when nothing else leaves
-                    if cur + b > cap:  # rule 2; one victim makes room for a block of one size
+                    if room:
+                        room -= 1  # the block takes a free place (given back below if it is skipped)
+                    else:  # rule 2: one victim frees the place the block takes
                         state = (state * LEHMER_MULTIPLIER) & MASK128
                         if top is None:
                             top = next(reversed(by_freq[min_f]))  # not empty: cached blocks have counts
@@ -151,111 +154,103 @@ def replay_one_size(policy: Any, hash_id_lists: Iterable[Sequence[Hashable]], by
                         else:
                             lru_key = sr_head
                         lfu_key = top
-                        if (state >> 64) % 100 < lru_below:  # SR-LRU's victim
+                        if (state >> 64) % 100 < lru_below:  # SR-LRU's victim, into its ghost
                             gone = lru_key
                             sr_head = None
                             if gone == lfu_key:
                                 top = None
-                            lru_chosen = True
-                        else:
+                            else:
+                                ghost_lru[gone] = b
+                                if gl_room:
+                                    gl_room -= 1
+                                else:
+                                    gl_pop(False)
+                        else:  # CR-LFU's victim, into its ghost
                             gone = lfu_key
                             top = None
                             if gone == lru_key:
                                 sr_head = None
-                            lru_chosen = False
+                            else:
+                                ghost_lfu[gone] = b
+                                if gf_room:
+                                    gf_room -= 1
+                                else:
+                                    gf_pop(False)
                         flags = sr_list.pop(gone, None)
-                        if flags is None:
-                            del r_list[gone]
-                            r_bytes -= b
-                            new = False
+                        if flags == NEW:
+                            new = True
+                            new_in_h += 1
                         else:
-                            sr_bytes -= b
-                            if flags & DEMOTED:
+                            new = False
+                            if flags is None:
+                                del r_list[gone]
+                            else:
                                 demoted -= 1
-                            new = flags == NEW
-                            if new:
-                                new_in_h += 1
                         del entries[gone]
-                        cur -= b
                         f = freq.pop(gone)  # into H with its count
                         node = by_freq[f]
                         del node[gone]
                         history[gone] = (b, new, f)
-                        h_bytes += b
-                        if h_bytes >= cap:
+                        if h_room:
+                            h_room -= 1
+                        else:
                             h_pop(False)
-                            h_bytes -= b
                         if f == min_f and not node:
                             min_f = next_used(by_freq, min_f, max_f, -1 if gone == lfu_key else min_f)
                             top = None
-                        if lru_key != lfu_key:
-                            if lru_chosen:
-                                ghost_lru[gone] = b
-                                gl_bytes += b
-                                if gl_bytes > g_limit:
-                                    gl_pop(False)
-                                    gl_bytes -= b
-                            else:
-                                ghost_lfu[gone] = b
-                                gf_bytes += b
-                                if gf_bytes > g_limit:
-                                    gf_pop(False)
-                                    gf_bytes -= b
                     past = h_get(key)
                     if b > (sr_target if past is None else r_target):  # SR-LRU's can_insert
+                        room += 1
                         emit((SKIP, key) if gone is None else (evict, gone, SKIP, key))
                     else:
                         entries[key] = b
-                        cur += b
                         if past is None:  # new: count 1, SR
                             sr_list[key] = NEW
-                            sr_bytes += b
                             freq[key] = 1
                             ones[key] = None
                             min_f = 1
                             top = key
                         else:  # back from H: count + 1, R
                             del history[key]
-                            h_bytes -= b
+                            h_room += 1
                             f = past[2] + 1
-                            while r_bytes + b > r_target:
+                            while len(r_list) >= r_most:  # room in R for one more
                                 sr_list[r_pop(False)[0]] = DEMOTED
-                                r_bytes -= b
-                                sr_bytes += b
                                 demoted += 1
                             r_list[key] = None
-                            r_bytes += b
                             link(freq, by_freq, key, f)
                             if f > max_f:
                                 max_f = f
-                            if min_f > f or min_f == -1 or min_f == f:
+                            if min_f >= f or min_f == -1:
                                 min_f = f
                                 top = key
                             if past[1]:  # it left SR unhit: SR was too small
                                 ratio = demoted // new_in_h
                                 delta = 1.0 if ratio == 0 else ratio + 0.5
+                                cur = len(entries) * b
                                 if sr_target + delta > cur - 1:
                                     sr_target = cur - 1
                                 else:
                                     sr_target = int(sr_target + delta)
                                 r_target = cap - sr_target
-                        while sr_bytes > sr_target:  # SR's oldest leave, no expert asked
+                                sr_most, r_most = sr_target // b, r_target // b
+                        while len(sr_list) > sr_most:  # SR's oldest leave, no expert asked
                             if gone is not None:
                                 emit((evict, gone))
                                 gone = None
                             old, flags = sr_pop(False)
                             sr_head = None
-                            sr_bytes -= b
-                            if flags & DEMOTED:
-                                demoted -= 1
                             new = flags == NEW
                             if new:
                                 new_in_h += 1
+                            else:
+                                demoted -= 1
                             del entries[old]
-                            cur -= b
+                            room += 1
                             if old == top:
                                 top = None
-                            h_bytes = to_history(freq, by_freq, history, old, new, b, h_bytes, cap)
+                            to_history(freq, by_freq, history, old, new, b, len(history) * b, cap)
+                            h_room = (cap - 1) // b - len(history)
                             if not by_freq.get(min_f):
                                 min_f = next_used(by_freq, min_f, max_f, min_f)
                                 top = None
@@ -266,9 +261,9 @@ def replay_one_size(policy: Any, hash_id_lists: Iterable[Sequence[Hashable]], by
                     policy._update_lr()
                     hits_before, state, lr = hits, policy.rand_state, policy.lr
     finally:  # keep the state true even if the replay is interrupted
-        policy.current_bytes, policy.hits, policy.time = cur, hits, time
-        policy.r_bytes, policy.sr_bytes, policy.history_bytes = r_bytes, sr_bytes, h_bytes
-        policy.ghost_lru_bytes, policy.ghost_lfu_bytes = gl_bytes, gf_bytes
+        policy.current_bytes, policy.hits, policy.time = len(entries) * b, hits, time
+        policy.r_bytes, policy.sr_bytes, policy.history_bytes = len(r_list) * b, len(sr_list) * b, len(history) * b
+        policy.ghost_lru_bytes, policy.ghost_lfu_bytes = len(ghost_lru) * b, len(ghost_lfu) * b
         policy.sr_target, policy.r_target = sr_target, r_target
         policy.demoted, policy.new_in_history = demoted, new_in_h
         policy.min_freq, policy.max_freq = min_f, max_f

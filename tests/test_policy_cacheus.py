@@ -3,7 +3,9 @@
 The zoo-wide test (tests/test_policies.py) compares logs, entries and snapshots; here the
 learner's state is compared as well (weights, learning rate, draws, SR's target, the history and
 both ghosts with their order), on workloads where every rule fires: ghost hits, SR's growth,
-learning-rate updates, and blocks of two bytes skipped when R's target is one byte.
+learning-rate updates, and blocks of two bytes skipped when R's target is one byte. At 5 blocks
+of one byte the last placed block at count 1 is often evicted while the newest, not yet placed
+(cacheus_replay.py's `pending`), keeps count 1 in use.
 """
 import random
 
@@ -31,7 +33,7 @@ def hot_cold_requests(seed, capacity, n):
              for _ in range(rng.randint(1, 5))] for _ in range(n)]
 
 
-@pytest.mark.parametrize("blocks, bytes_", [(20, 1), (37, 1), (64, 2), (5, 2), (1, 1), (3, 2)])
+@pytest.mark.parametrize("blocks, bytes_", [(20, 1), (37, 1), (64, 2), (5, 2), (5, 1), (1, 1), (3, 2)])
 def test_fast_replay_equals_the_hook_path_in_every_field(blocks, bytes_):
     capacity = blocks * bytes_
     lists = hot_cold_requests(blocks, max(blocks, 4), 1500)

@@ -10,9 +10,9 @@ ROOT_FLAG := $(if $(filter 0,$(shell id -u)),--allow-root,)
 
 .PHONY: lab test setup system-deps cjk-font i18n clean mutation
 
-# The installer: uv (docs.astral.sh/uv) fetches and installs the packages in parallel, several times
-# faster than pip on a cold cache (docs/testing.md has the timings). It is the one on PATH, or pip
-# puts it into .venv. pip installs instead where uv cannot be had, where it fails (its error is
+# The installer: uv (docs.astral.sh/uv) fetches and installs the packages in parallel; a fresh clone's
+# setup took about half pip's CPU time (docs/testing.md, "Setup"). It is the one on PATH, or pip puts
+# it into .venv. pip installs instead where uv cannot be had, where it fails (its error is
 # shown first), with `make setup INSTALLER=pip`, and in a venv that borrows the system's packages:
 # uv does not see those and would fetch a second torch. uv ignores pip's configuration, so pip's
 # index-url (a mirror, e.g. in mainland China) is handed to it.
@@ -30,9 +30,9 @@ INSTALL = venv_install() { uv=""; \
 
 # The stamp depends on pyproject.toml so an edited dependency list re-runs the install.
 # torch comes from pip, which finds a CPU build on disk where one is (pip.conf's find-links), as CI has.
-# pip byte-compiles none of it, and `import torch` then compiles what every kernel imports (a third of
-# torch's modules, and none of sympy's): byte-compiling all took 47 of the 61 CPU seconds of torch's
-# install. Kernels run with PYTHONDONTWRITEBYTECODE (so may `make`): they read .pyc files, never write them.
+# pip byte-compiles none of it; the last `import torch` compiles what every kernel imports (a third of
+# torch's modules, none of sympy's: 4 CPU s, where compiling all took 47 of torch's 61). Kernels run
+# with PYTHONDONTWRITEBYTECODE (so may `make`): they read .pyc files and never write them.
 $(VENV)/.ready: pyproject.toml
 	@if [ ! -x $(BIN)/python ]; then \
 	  if $(PYTHON) -c "import torch" >/dev/null 2>&1; then \
@@ -42,9 +42,9 @@ $(VENV)/.ready: pyproject.toml
 	    $(PYTHON) -m venv $(VENV); \
 	  fi; \
 	fi
-	@$(BIN)/python -c "import torch" >/dev/null 2>&1 || \
-	  { $(BIN)/python -m pip install -q --no-compile "$(TORCH_SPEC)" && $(BIN)/python -c "import sys; sys.dont_write_bytecode = False; import torch"; }
+	@$(BIN)/python -c "import torch" >/dev/null 2>&1 || $(BIN)/python -m pip install -q --no-compile "$(TORCH_SPEC)"
 	@$(INSTALL) -e ".[lab,test]"
+	@$(BIN)/python -c "import sys; sys.dont_write_bytecode = False; import torch"
 	@touch $@
 
 setup: $(VENV)/.ready

@@ -11,7 +11,7 @@ ROOT_FLAG := $(if $(filter 0,$(shell id -u)),--allow-root,)
 .PHONY: lab test setup system-deps cjk-font i18n clean mutation
 
 # The installer: uv (docs.astral.sh/uv) fetches and installs the packages in parallel; a fresh clone's
-# setup took about half pip's CPU time (docs/testing.md, "Setup"). It is the one on PATH, or pip puts
+# setup took under half pip's CPU time (docs/testing.md, "Setup"). It is the one on PATH, or pip puts
 # it into .venv. pip installs instead where uv cannot be had, where it fails (its error is
 # shown first), with `make setup INSTALLER=pip`, and in a venv that borrows the system's packages:
 # uv does not see those and would fetch a second torch. uv ignores pip's configuration, so pip's

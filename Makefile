@@ -10,7 +10,29 @@ ROOT_FLAG := $(if $(filter 0,$(shell id -u)),--allow-root,)
 
 .PHONY: lab test setup system-deps cjk-font i18n clean mutation
 
+# The installer: uv (docs.astral.sh/uv) fetches and installs the packages in parallel; a fresh clone's
+# setup took under half pip's CPU time (docs/testing.md, "Setup"). It is the one on PATH, or pip puts
+# it into .venv. pip installs instead where uv cannot be had, where it fails (its error is
+# shown first), with `make setup INSTALLER=pip`, and in a venv that borrows the system's packages:
+# uv does not see those and would fetch a second torch. uv ignores pip's configuration, so pip's
+# index-url (a mirror, e.g. in mainland China) is handed to it.
+INSTALLER ?= uv
+UV_SPEC   ?= uv>=0.5
+# `$(INSTALL) ARGS` in a recipe: install ARGS into .venv with uv, else pip (see above).
+INSTALL = venv_install() { uv=""; \
+  if [ "$(INSTALLER)" = uv ] && ! grep -qs "^include-system-site-packages *= *true" $(VENV)/pyvenv.cfg; then \
+    uv=$$(command -v $(BIN)/uv || command -v uv || { $(BIN)/python -m pip install -q "$(UV_SPEC)" >/dev/null 2>&1 && echo $(BIN)/uv; }); \
+    [ -n "$$uv" ] || echo "note: uv could not be installed; pip installs instead (slower)"; \
+  fi; \
+  index=$$([ -z "$$uv" ] || $(BIN)/python -m pip config list 2>/dev/null | sed -n "s/^[^ ]*\.index-url='\(.*\)'$$/\1/p" | tail -n 1); \
+  { [ -n "$$uv" ] && "$$uv" pip install -q --compile-bytecode --python $(BIN)/python $${index:+--default-index "$$index"} "$$@"; } || \
+  { [ -z "$$uv" ] || echo "note: uv failed (above); pip installs instead"; $(BIN)/python -m pip install -q "$$@"; }; }; venv_install
+
 # The stamp depends on pyproject.toml so an edited dependency list re-runs the install.
+# torch comes from pip, which finds a CPU build on disk where one is (pip.conf's find-links), as CI has.
+# pip byte-compiles none of it; the last `import torch` compiles what every kernel imports (a third of
+# torch's modules, none of sympy's: 4 CPU s, where compiling all took 47 of torch's 61). Kernels run
+# with PYTHONDONTWRITEBYTECODE (so may `make`): they read .pyc files and never write them.
 $(VENV)/.ready: pyproject.toml
 	@if [ ! -x $(BIN)/python ]; then \
 	  if $(PYTHON) -c "import torch" >/dev/null 2>&1; then \
@@ -20,8 +42,9 @@ $(VENV)/.ready: pyproject.toml
 	    $(PYTHON) -m venv $(VENV); \
 	  fi; \
 	fi
-	@$(BIN)/python -c "import torch" >/dev/null 2>&1 || $(BIN)/python -m pip install -q "$(TORCH_SPEC)"
-	$(BIN)/python -m pip install -q -e ".[lab,test]"
+	@$(BIN)/python -c "import torch" >/dev/null 2>&1 || $(BIN)/python -m pip install -q --no-compile "$(TORCH_SPEC)"
+	@$(INSTALL) -e ".[lab,test]"
+	@$(BIN)/python -c "import sys; sys.dont_write_bytecode = False; import torch"
 	@touch $@
 
 setup: $(VENV)/.ready
@@ -63,7 +86,7 @@ system-deps:
 crosscheck-deps: setup
 	@$(BIN)/python -c "import libcachesim as l, kvsched_lab.cli.bench_libcachesim as b; \
 	  raise SystemExit(l.__version__ != b.LIBCACHESIM_VERSION)" >/dev/null 2>&1 \
-	  || $(BIN)/python -m pip install -q --timeout 30 -e ".[crosscheck]" >/dev/null 2>&1 \
+	  || { export PIP_TIMEOUT=30 UV_HTTP_TIMEOUT=30; $(INSTALL) -e ".[crosscheck]"; } >/dev/null 2>&1 \
 	  || echo "note: libcachesim not installed (tests/test_crosscheck_libcachesim.py is skipped)"
 
 # Two workers, each taking whole test files (a file's module fixtures run once). Run alone, the

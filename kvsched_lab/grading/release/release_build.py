@@ -49,7 +49,7 @@ _REPO_TEST_TARGET = (
     'crosscheck-deps: setup\n'
     '\t@$(BIN)/python -c "import libcachesim as l, kvsched_lab.cli.bench_libcachesim as b; \\\n'
     '\t  raise SystemExit(l.__version__ != b.LIBCACHESIM_VERSION)" >/dev/null 2>&1 \\\n'
-    '\t  || $(BIN)/python -m pip install -q --timeout 30 -e ".[crosscheck]" >/dev/null 2>&1 \\\n'
+    '\t  || { export PIP_TIMEOUT=30 UV_HTTP_TIMEOUT=30; $(INSTALL) -e ".[crosscheck]"; } >/dev/null 2>&1 \\\n'
     '\t  || echo "note: libcachesim not installed (tests/test_crosscheck_libcachesim.py is skipped)"\n'
     '\n'
     '# Two workers, each taking whole test files (a file\'s module fixtures run once). Run alone, the\n'

@@ -8,9 +8,14 @@ until the new block's bytes fit the 2c budget (several ghosts for one block), an
 traced by hand from the module docstring, and run both through ``touch`` (the hooks) and through
 ``replay_requests`` (the inlined loop), which must agree with it.
 """
+import random
+
 import pytest
 
 from kvsched_lab.sim.policies import make_policy
+from kvsched_lab.sim.policies.base import gc_paused
+from kvsched_lab.sim.traces import load_trace, resolve_trace, sort_by_arrival
+from policy_helpers import replay_by_touch
 
 
 def finish(policy, keys, bytes_, path):
@@ -78,8 +83,6 @@ def _total(arc):
 def test_arc_keeps_cache_and_ghosts_within_2c_for_one_block_size_only():
     """The docstring's bounds: ``|T1| + |B1| <= c`` always; ``<= 2c`` for everything with one block
     size, while mixed sizes can pass it (case IV.A trims only B1), as the docstring says."""
-    import random
-
     rng = random.Random(7)
     for bytes_ in (1, 3):
         arc = make_policy("arc", 12)
@@ -90,3 +93,50 @@ def test_arc_keeps_cache_and_ghosts_within_2c_for_one_block_size_only():
     arc = make_policy("arc", 4)
     arc.schedule([("x", 4), ("x", 4), ("y", 2), ("z", 2), ("z", 2), ("w", 3)])
     assert _total(arc) == 9 > 8 and sum(arc.t1.values()) + sum(arc.b1.values()) <= 4
+
+
+def arc_fields(arc):
+    """Every field of ARC's state: the lists in order with their bytes, the counters, p, the size counts."""
+    return (list(arc.t1.items()), list(arc.t2.items()), list(arc.b1.items()), list(arc.b2.items()),
+            (arc.t1_bytes, arc.t2_bytes, arc.b1_bytes, arc.b2_bytes), arc.p, arc.sizes,
+            dict(arc.entries), arc.current_bytes, arc.time, arc.hits, list(arc.log.events()))
+
+
+def size_counts(arc):
+    """The size counts recomputed from the lists: size -> keys of that size in T1, T2, B1 and B2."""
+    counts = {}
+    for part in (arc.t1, arc.t2, arc.b1, arc.b2):
+        for size in part.values():
+            counts[size] = counts.get(size, 0) + 1
+    return counts
+
+
+def test_the_inlined_loop_sets_every_field_as_the_hooks_on_a_whole_trace():
+    """Plain ARC through `replay_requests` (the inlined loop, in chunks as `replay` calls it) and
+    through the hooks one touch at a time: every field equal, on the whole synthetic trace at a
+    capacity that is not round, where all four cases and both REPLACE branches occur."""
+    lists = [r.hash_ids for r in sort_by_arrival(load_trace(resolve_trace("synthetic")))]
+    fast, hooks = make_policy("arc", 2005), make_policy("arc", 2005)
+    with gc_paused():
+        fast_hits = [n for i in range(0, len(lists), 500) for n in fast.replay_requests(lists[i:i + 500], 1)]
+        assert fast_hits == replay_by_touch(hooks, lists, 1)
+    assert arc_fields(fast) == arc_fields(hooks)
+    assert fast.sizes == size_counts(fast) == {1: len(fast.t1) + len(fast.t2) + len(fast.b1) + len(fast.b2)}
+
+
+def test_the_size_counts_follow_every_list_so_mixed_sizes_take_the_hooks():
+    """The replay loop serves one block size and reads the size counts, not every value, to know it has
+    one; the counts must follow every hook (ghost hits, both trims, the discard). A replay while a
+    block of another size is still in a list takes the hooks, and gives what the hooks give."""
+    rng = random.Random(3)
+    for _ in range(200):
+        arc, model = make_policy("arc", 12), make_policy("arc", 12)
+        for _ in range(rng.randint(0, 40)):
+            key, size = rng.randrange(30), rng.choice((1, 2, 3, 4))
+            arc.touch(key, size)
+            model.touch(key, size)
+            assert arc.sizes == size_counts(arc)
+        lists = [[rng.randrange(30) for _ in range(rng.randint(1, 5))] for _ in range(30)]
+        bytes_ = rng.choice((1, 2))
+        assert arc.replay_requests(lists, bytes_) == replay_by_touch(model, lists, bytes_)
+        assert arc_fields(arc) == arc_fields(model) and arc.sizes == size_counts(arc)

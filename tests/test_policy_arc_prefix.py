@@ -51,3 +51,20 @@ def test_the_inlined_loop_decides_as_the_hooks_on_a_whole_trace(trace, capacity)
         assert fast.replay_requests(lists, 1) == replay_by_touch(hooks, lists, 1)
     assert fast.log == hooks.log and fast.snapshot() == hooks.snapshot()
     assert (fast.p, fast.finished, list(fast.b1), list(fast.b2)) == (hooks.p, hooks.finished, list(hooks.b1), list(hooks.b2))
+
+
+@pytest.mark.parametrize("name", ["arc", "arc-prefix"])
+@pytest.mark.parametrize("bad", [["a", ["x"], "c"], ["a", "b", ["x"]], [["x"], "a"], ["b", "a", ["x"], "q"]])
+def test_an_unhashable_id_stops_the_loop_where_it_stops_the_hooks(name, bad):
+    """The loop advances the clock a request at a time; an unhashable id must still leave what the
+    hooks leave: the ids before it touched, the clock counting them, nothing after it."""
+    fast, hooks = make_policy(name, 3), make_policy(name, 3)
+    lists = [["a", "b"], ["a", "c", "d"]]
+    fast.replay_requests(lists, 1)
+    replay_by_touch(hooks, lists, 1)
+    with pytest.raises(TypeError):
+        fast.replay_requests([bad], 1)
+    with pytest.raises(TypeError):
+        replay_by_touch(hooks, [bad], 1)
+    assert (fast.time, fast.hits, list(fast.log.events()), fast.snapshot(), getattr(fast, "finished", None)) == (
+        hooks.time, hooks.hits, list(hooks.log.events()), hooks.snapshot(), getattr(hooks, "finished", None))

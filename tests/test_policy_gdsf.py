@@ -15,7 +15,9 @@ import random
 
 import pytest
 
+from kvsched_lab.sim.policies.base import gc_paused
 from kvsched_lab.sim.policies.gdsf import GDSFPolicy, prefill_cost_scale
+from kvsched_lab.sim.traces import load_trace, resolve_trace, sort_by_arrival
 from policy_helpers import replay_by_touch
 
 BLOCK_TOKENS = 512  # Mooncake's block size, which the module's cost formula assumes
@@ -287,3 +289,18 @@ def test_a_replay_stopped_by_a_bad_id_leaves_the_records_naming_the_right_keys()
         replay(after, 1)
     assert list(fast.log) == list(slow.log) and fast.snapshot() == slow.snapshot()
     assert sum(e.startswith("evict:") for e in fast.log) > 20
+
+
+def test_the_inlined_loop_sets_every_field_as_the_hooks_on_a_whole_trace():
+    """The replay loop (one block size, in `replay`'s chunks of 500 requests) against the hooks one
+    touch at a time on the whole synthetic trace at 2,005 blocks: hits per request, log, entries,
+    meta, floor, the clock, the touched list and the heap, record for record."""
+    lists = [r.hash_ids for r in sort_by_arrival(load_trace(resolve_trace("synthetic")))]
+    fast, hooks = GDSFPolicy(2005), GDSFPolicy(2005)
+    with gc_paused():
+        fast_hits = [n for i in range(0, len(lists), 500) for n in fast.replay_requests(lists[i:i + 500], 1)]
+        assert fast_hits == replay_by_touch(hooks, lists, 1)
+    for policy in (fast, hooks):
+        policy.fields = (list(policy.log.events()), policy.entries, policy.meta, policy.floor, policy.time,
+                         policy.hits, policy.current_bytes, policy.touched, sorted(policy.heap))
+    assert fast.fields == hooks.fields

@@ -167,12 +167,18 @@ class GDSFPolicy(Policy):
         return [(k, self.entries[k], m[2], m[0], m[1]) for k, m in order]
 
     def _replay(self, hash_id_lists: Iterable[Sequence[Hashable]], bytes_: int) -> List[int]:
+        # The hooks inlined for blocks of one size, as replays have (other sizes take the hooks):
+        # then a miss in a full cache evicts exactly one block and the cache stays as full, so
+        # neither the victim loop nor the add counts bytes.
+        if not {bytes_}.issuperset(self.entries.values()):
+            return Policy._replay(self, hash_id_lists, bytes_)
         entries, meta, heap, touched = self.entries, self.meta, self.heap, self.touched
-        contains, note_request = entries.__contains__, touched.extend
+        contains, note_request, lookup = entries.__contains__, touched.extend, meta.get
         emit = self.log.append_event
         add, evict, reuse, mask = ADD, EVICT, REUSE, TIME_MASK  # locals: faster than globals in the loop
         cap, cur, hits, time, floor = self.capacity_bytes, self.current_bytes, self.hits, self.time, self.floor
         push, pop, replace, pack, from_bytes = heappush, heappop, heapreplace, _PACK, int.from_bytes
+        gone = (0, 0.0, 0.0, -1, -1)  # the meta of an evicted block: no record's time matches it
         costs = [0.0]  # costs[d] = block_cost(d), grown on demand: the same floats as `touch`
         fresh = [0.0]  # fresh[d] = costs[d] / bytes_: H - L of a new block at depth d
         out: List[int] = []
@@ -185,13 +191,13 @@ class GDSFPolicy(Policy):
                     costs.append(block_cost(len(costs), self.cost_scale))
                     fresh.append(costs[-1] / bytes_)
                 for depth, key in enumerate(ids, 1):
-                    m = meta.get(key)  # first: an unhashable id raises before it counts as a touch
+                    m = lookup(key)  # first: an unhashable id raises before it counts as a touch
                     time += 1
                     cost = costs[depth]
                     if m is not None:
                         hits += 1
                         freq = m[0] + 1
-                        h = floor + freq * cost / entries[key]
+                        h = floor + freq * cost / bytes_
                         if h < m[2]:  # a shallower touch lowered H: push a new record
                             push(heap, from_bytes(pack(h, time), "big"))
                             meta[key] = (freq, cost, h, time, time)
@@ -205,28 +211,25 @@ class GDSFPolicy(Policy):
                         while True:
                             t = heap[0] & mask
                             old = touched[t]
-                            m = meta.get(old)
-                            if m is not None and m[3] == t:  # current: the victim (the common case first)
+                            m = lookup(old, gone)
+                            if m[3] == t:  # current: the victim (the common case first)
                                 del meta[old]
+                                del entries[old]
                                 floor = m[2]
-                                cur -= entries.pop(old)
-                                if cur + bytes_ <= cap:
-                                    break
-                                emit((evict, old))  # sizes differ: more victims to come
-                                pop(heap)
-                            elif m is None or m[4] != t:  # garbage
+                                break
+                            if m[4] != t:  # garbage
                                 pop(heap)
                             else:  # behind: re-push the current key
                                 replace(heap, from_bytes(pack(m[2], m[3]), "big"))
                                 meta[old] = m[:4] + (m[3],)
                         h = floor + fresh[depth]
                         replace(heap, from_bytes(pack(h, time), "big"))  # swaps out the victim's record
-                        emit((evict, old, add, key))  # the last victim and the add, in one call
+                        emit((evict, old, add, key))  # the victim and the add, in one call
                     else:
                         h = floor + fresh[depth]
                         push(heap, from_bytes(pack(h, time), "big"))
                         emit((add, key))
-                    cur += bytes_
+                        cur += bytes_
                     entries[key] = bytes_
                     meta[key] = (1, cost, h, time, time)
         finally:  # keep the counters true even if the replay is interrupted

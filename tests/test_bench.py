@@ -376,3 +376,31 @@ def test_without_the_reference_the_rounds_still_run_and_no_target_is_called(monk
         assert positive(row["seconds"]) and row["vs_reference"] is None and row["verdict"] is None
     text = "\n".join(speed_markdown(speed))
     assert "| lru |" in text and "| n/a | n/a |" in text and "between two runs of the reference" not in text
+
+
+def test_each_timed_replay_starts_with_the_earlier_schedulers_collected(monkeypatch):
+    """A scheduler and its event log outlive their run only as the counts the tables need: kept
+    whole, every earlier policy's log stayed alive and a full garbage collection, which walks all of
+    them, landed inside whichever later replay triggered it (one policy's rounds 2x apart)."""
+    import weakref
+
+    import kvsched_lab.cli.bench_policies as bench_policies
+    from kvsched_lab.sim.traces import synthetic_trace
+
+    built, alive_at_start = [], []
+    real_build, real_replay = bench_policies._build, bench_policies.replay
+
+    def build(name, capacity, requests):
+        sim = real_build(name, capacity, requests)
+        built.append(weakref.ref(sim))
+        return sim
+
+    def replay(requests, sim, blocks):
+        alive_at_start.append(sum(ref() is not None for ref in built[:-1]))  # all but this run's own
+        return real_replay(requests, sim, blocks)
+
+    monkeypatch.setattr(bench_policies, "_build", build)
+    monkeypatch.setattr(bench_policies, "replay", replay)
+    speed, heap = bench_policies.bench_speed(synthetic_trace(30, seed=0), 50, 2)
+    assert len(alive_at_start) == len(built) > len(POLICIES) and set(alive_at_start) == {0}, alive_at_start
+    assert heap["policies"]["gdsf"]["live"] > 0 and speed["policies"]["lru"]["prefix_hit_rate"] >= 0

@@ -382,6 +382,7 @@ def test_each_timed_replay_starts_with_the_earlier_schedulers_collected(monkeypa
     """A scheduler and its event log outlive their run only as the counts the tables need: kept
     whole, every earlier policy's log stayed alive and a full garbage collection, which walks all of
     them, landed inside whichever later replay triggered it (one policy's rounds 2x apart)."""
+    import gc
     import weakref
 
     import kvsched_lab.cli.bench_policies as bench_policies
@@ -396,6 +397,7 @@ def test_each_timed_replay_starts_with_the_earlier_schedulers_collected(monkeypa
         return sim
 
     def replay(requests, sim, blocks):
+        assert gc.get_freeze_count() > 0, "what lived before the section is left out of every collection"
         alive_at_start.append(sum(ref() is not None for ref in built[:-1]))  # all but this run's own
         return real_replay(requests, sim, blocks)
 
@@ -404,3 +406,4 @@ def test_each_timed_replay_starts_with_the_earlier_schedulers_collected(monkeypa
     speed, heap = bench_policies.bench_speed(synthetic_trace(30, seed=0), 50, 2)
     assert len(alive_at_start) == len(built) > len(POLICIES) and set(alive_at_start) == {0}, alive_at_start
     assert heap["policies"]["gdsf"]["live"] > 0 and speed["policies"]["lru"]["prefix_hit_rate"] >= 0
+    assert gc.get_freeze_count() == 0, "the caller's objects are collectable again afterwards"

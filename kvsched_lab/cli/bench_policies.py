@@ -81,7 +81,9 @@ def bench_speed(requests: Sequence[Request], blocks: int, repeats: int) -> Tuple
         # Only the counts the tables need outlive a run. Kept whole, every policy's event log (half a
         # million tuples each) stayed alive, and a full garbage collection, which walks every live
         # object, fell inside whichever replay happened to trigger it: one policy's rounds then
-        # differed by 2x. Collecting before each run starts every replay from the same small heap.
+        # differed by 2x. Collecting before each run starts every replay from the same small heap;
+        # what lived before the section is frozen (`gc.freeze`), so neither that collection nor the
+        # replay's own walk it, however big the calling process (a test worker, a notebook kernel).
         sim, cpu_seconds = _cpu_timed(_build(name, blocks, requests))
         gc.collect()
         result = replay(requests, sim, blocks)
@@ -90,16 +92,21 @@ def bench_speed(requests: Sequence[Request], blocks: int, repeats: int) -> Tuple
         last[name] = {"block_refs": result.block_refs, "prefix_hit_rate": result.prefix_hit_rate,
                       "records": records, "live": len(sim.entries)}
 
-    with libcachesim_timer([k for r in requests for k in r.hash_ids], blocks) as lcs_timer:  # None without it
-        if has_reference:
-            run("reference")
-        for _ in range(repeats):
-            for name in names[1:] if has_reference else names:
-                run(name)
-            if lcs_timer is not None:  # interleaved with ours, so machine load hits both alike
-                lcs_timer.run_once()
+    gc.collect()
+    gc.freeze()
+    try:
+        with libcachesim_timer([k for r in requests for k in r.hash_ids], blocks) as lcs_timer:  # None without it
             if has_reference:
                 run("reference")
+            for _ in range(repeats):
+                for name in names[1:] if has_reference else names:
+                    run(name)
+                if lcs_timer is not None:  # interleaved with ours, so machine load hits both alike
+                    lcs_timer.run_once()
+                if has_reference:
+                    run("reference")
+    finally:
+        gc.unfreeze()
     touches = last[names[0]]["block_refs"]
     rows = {}
     for name in names:

@@ -9,7 +9,7 @@ import random
 import pytest
 
 from kvsched_lab import check_invariants
-from kvsched_lab.sim.policies import make_policy
+from kvsched_lab.sim.policies import make_policy, wtinylfu_replay
 from kvsched_lab.sim.policies.sketch import MASK64, CountingBloomFilter
 from policy_helpers import replay_by_touch
 
@@ -43,14 +43,14 @@ def test_fast_replay_equals_the_hook_path(capacity, bytes_):
 @pytest.mark.parametrize("seed, hot, hot_share", [(3, 40, 0.9), (0, 10, 0.6)])
 def test_fast_replay_equals_the_hook_path_through_the_sketchs_halving(seed, hot, hot_share):
     """A hot set hit in main often enough that the counters halve (every 32 x main bytes main hits).
-    The fast loop keeps main's victim's count as a floor between comparisons; the second case
-    fails if the floor outlives a halving (it is then above the victim's count)."""
+    The fast loop keeps floors under counts between comparisons; the second case fails if a floor
+    outlives a halving (it is then above the victim's count). The hook path counts the halvings."""
     rng = random.Random(seed)
     lists = [[rng.randrange(hot) if rng.random() < hot_share else rng.randrange(1000)] for _ in range(12000)]
     fast, slow = make_policy("wtinylfu", 100), make_policy("wtinylfu", 100)
     halvings = []
-    decay = fast.sketch.decay
-    fast.sketch.decay = lambda: (halvings.append(fast.time), decay())
+    decay = slow.sketch.decay
+    slow.sketch.decay = lambda: (halvings.append(slow.time), decay())
     assert fast.replay_requests(lists, 1) == replay_by_touch(slow, lists, 1)
     assert state(fast) == state(slow)
     assert len(halvings) >= 2
@@ -77,13 +77,32 @@ def test_an_unhashable_id_raises_after_the_requests_before_it():
 
 
 def test_batch_positions_are_the_scalar_hashs():
-    """`learn` (numpy, every new int key at once) gives `slots` (XXH64 one key at a time) for every
-    key, edge values and non-int keys included (tests/test_crosscheck_libcachesim.py checks the
-    scalar hash against libCacheSim's decisions)."""
+    """`positions` (numpy, all keys at once) gives `slots` (XXH64 one key at a time) for every key,
+    edge values, repeats and non-int keys included, and in a batch of ints only (its fast path)
+    (tests/test_crosscheck_libcachesim.py checks the scalar hash against libCacheSim's decisions)."""
     rng = random.Random(0)
-    keys = [0, 1, 255, 256, 2 ** 32, MASK64, 2 ** 63, True, False, -1, 2 ** 64, "a", (1, 2), 3.5]
-    keys += [rng.getrandbits(64) for _ in range(3000)] + list(range(1000))
-    batch, scalar = CountingBloomFilter(7920), CountingBloomFilter(7920)
-    batch.learn(keys + [["unhashable"]])
-    for key in keys:
-        assert list(batch.known_slots[key]) == list(scalar.slots(key)), key
+    ints = [0, 1, 255, 256, 2 ** 32, MASK64, 2 ** 63, 7, 7] + [rng.getrandbits(64) for _ in range(3000)]
+    mixed = ints + [True, False, -1, 2 ** 64, "a", (1, 2), 3.5, 3.0] + list(range(1000))
+    sketch = CountingBloomFilter(7920)
+    for keys in (ints, mixed, [-1, 5], [2 ** 64, 5]):
+        rows = sketch.positions(keys)
+        assert rows.shape == (len(keys), sketch.hashes)
+        for key, row in zip(keys, rows.tolist()):
+            assert row == list(CountingBloomFilter(7920).slots(key)), key
+    assert sketch.positions([["unhashable"]]).shape == (1, sketch.hashes)  # hashed by its bytes
+
+
+def test_many_small_replays_and_odd_keys_equal_the_hook_path(monkeypatch):
+    """One request a call (every call starts from a full cache whose window and main it must hash
+    again), with str and tuple keys beside ints, and comparisons the bounds leave to the exact counts."""
+    exact_reads = []
+    read = wtinylfu_replay._Counts.exact
+    monkeypatch.setattr(wtinylfu_replay._Counts, "exact", lambda self, row: exact_reads.append(1) or read(self, row))
+    rng = random.Random(5)
+    odd = ["a", "b", (1, 2), "c", 2 ** 70, -3]
+    lists = [[rng.choice(odd) if rng.random() < 0.05 else k for k in ids] for ids in hot_cold_requests(7, 150, 1200)]
+    fast, slow = make_policy("wtinylfu", 150), make_policy("wtinylfu", 150)
+    got = [h for ids in lists for h in fast.replay_requests([ids], 1)]
+    assert got == replay_by_touch(slow, lists, 1)
+    assert state(fast) == state(slow)
+    assert exact_reads

@@ -18,14 +18,10 @@ libCacheSim hashes. A key that is a non-negative int below 2**64 is hashed as it
 ``repr``, stable across processes (Python's own ``hash`` of a str is not). A key's counter
 positions are computed once and remembered.
 
-Hashing costs more than counting: two XXH64s and ten positions cost about three counts in
-Python, once per key, and a replay meets most keys once (182,790 distinct blocks in the 288,500 touches of the
-conversation trace). So `learn` computes the positions of a replay's new int keys together,
-the same arithmetic on numpy arrays (``uint64`` products wrap modulo 2**64, as XXH64's do;
-``uint32`` sums and products modulo 2**32, as libCacheSim's positions do); `xxh64_u64`, one key
-at a time, is the specification it is tested against. This is a data-structure choice, a table
-of positions filled at once: the rules (what is counted when, what is compared) stay the Python
-of wtinylfu.py and wtinylfu_replay.py, and the counters stay a plain list.
+The fast replay (wtinylfu_replay.py) hashes whole arrays of keys at once with `positions`: the
+same arithmetic on numpy arrays (``uint64`` products wrap modulo 2**64, as XXH64's do; ``uint32``
+sums and products modulo 2**32, as libCacheSim's positions do); `xxh64_u64`, one key at a time,
+is the specification it is tested against.
 """
 from __future__ import annotations
 
@@ -76,15 +72,17 @@ def xxh64_u64_array(values: np.ndarray, seed: int) -> np.ndarray:
         return h ^ (h >> np.uint64(32))
 
 
-def _hashable(key: object) -> bool:
-    try:
-        hash(key)
-    except TypeError:
-        return False
-    return True
+def _u64_array(keys: Sequence[object]) -> np.ndarray:
+    """`key_u64` of every key, as a ``uint64`` array: at once when all are ints in range."""
+    if set(map(type, keys)) <= {int}:  # bools and floats would convert silently: not them
+        try:
+            return np.array(keys, dtype=np.uint64)
+        except OverflowError:  # a negative or too big int: it is digested, as `key_u64` does
+            pass
+    return np.fromiter(map(key_u64, keys), dtype=np.uint64, count=len(keys))
 
 
-def key_u64(key: Hashable) -> int:
+def key_u64(key: object) -> int:
     """The 8 bytes hashed for `key`: itself for a non-negative int below 2**64, else a stable digest."""
     if isinstance(key, int) and not isinstance(key, bool) and 0 <= key <= MASK64:
         return key
@@ -98,53 +96,35 @@ class CountingBloomFilter:
         per_key = -math.log(ERROR_RATE) / 0.480453013918201  # ln(2)**2
         self.hashes = int(math.ceil(0.693147180559945 * per_key))
         self.num_counters = max(int(math.ceil(per_key * entries)), 2 * self.hashes)
-        self.counters: List[int] = [0] * self.num_counters
-        self._slots: Dict[Hashable, Sequence[int]] = {}
+        # numpy, so that the fast replay adds a whole stretch of counts at once (wtinylfu_replay.py)
+        self.counters = np.zeros(self.num_counters, dtype=np.int64)
+        self._slots: Dict[Hashable, List[int]] = {}
 
-    def slots(self, key: Hashable) -> Sequence[int]:
+    def slots(self, key: Hashable) -> List[int]:
         """The counter positions of `key` (computed once)."""
         got = self._slots.get(key)
         if got is None:
             v = key_u64(key)
             a, b, n = xxh64_u64(v, SEED_A) & MASK32, xxh64_u64(v, SEED_B) & MASK32, self.num_counters
-            got = self._slots[key] = tuple(((a + i * b) & MASK32) % n for i in range(self.hashes))
+            got = self._slots[key] = [((a + i * b) & MASK32) % n for i in range(self.hashes)]
         return got
 
-    @property
-    def known_slots(self) -> Dict[Hashable, Sequence[int]]:
-        """key -> its counter positions, for the keys whose positions are computed (fast loops read it)."""
-        return self._slots
-
-    def learn(self, keys: Sequence[Hashable]) -> None:
-        """Compute the positions of every key in `keys` not yet known: the ints together, the rest one
-        by one. Unhashable ids are passed over: the replay that meets one raises there, in order."""
-        known = self._slots
-        try:
-            distinct = dict.fromkeys(keys)
-        except TypeError:
-            distinct = dict.fromkeys(k for k in keys if _hashable(k))
-        new = [k for k in distinct if k not in known]
-        ints = [k for k in new if type(k) is int and 0 <= k <= MASK64]  # bools and others: `slots`
-        if ints:
-            values = np.array(ints, dtype=np.uint64)
-            a = xxh64_u64_array(values, SEED_A).astype(np.uint32)  # the low 32 bits
-            b = xxh64_u64_array(values, SEED_B).astype(np.uint32)
-            steps = np.arange(self.hashes, dtype=np.uint32)
-            # uint32 sums and products wrap modulo 2**32, as libCacheSim's unsigned ints do
-            positions = (a[:, None] + steps * b[:, None]) % np.uint32(self.num_counters)
-            known.update(zip(ints, positions.tolist()))  # lists: a tuple each would cost a third more
-        for k in new:
-            if k not in known:
-                self.slots(k)
+    def positions(self, keys: Sequence[object]) -> np.ndarray:
+        """The counter positions of every key in `keys` (repeats included), one row each, as `slots`
+        computes them one key at a time. A key need not be hashable: it is hashed by its bytes."""
+        values = _u64_array(keys)
+        a = xxh64_u64_array(values, SEED_A).astype(np.uint32)  # the low 32 bits
+        b = xxh64_u64_array(values, SEED_B).astype(np.uint32)
+        steps = np.arange(self.hashes, dtype=np.uint32)
+        # uint32 sums and products wrap modulo 2**32, as libCacheSim's unsigned ints do
+        return ((a[:, None] + steps * b[:, None]) % np.uint32(self.num_counters)).astype(np.intp)
 
     def add(self, key: Hashable) -> None:
-        counters = self.counters
-        for x in self._slots.get(key) or self.slots(key):
-            counters[x] += 1
+        np.add.at(self.counters, self.slots(key), 1)  # a position twice is counted twice
 
     def estimate(self, key: Hashable) -> int:
-        return min(map(self.counters.__getitem__, self._slots.get(key) or self.slots(key)))
+        return int(self.counters[self.slots(key)].min())
 
     def decay(self) -> None:
         """Halve every counter (integer halving, as libCacheSim's shift)."""
-        self.counters = [c >> 1 for c in self.counters]
+        self.counters >>= 1

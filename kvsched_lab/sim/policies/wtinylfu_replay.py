@@ -1,28 +1,101 @@
-"""W-TinyLFU's fast replay (wtinylfu.py): the rules of `WTinyLFUPolicy.touch` inlined in one loop.
+"""W-TinyLFU's fast replay (wtinylfu.py): the rules of `WTinyLFUPolicy.touch` inlined in one loop,
+with the sketch's counting done in numpy, a stretch of requests at a time.
 
-A method call per touch, per sketch count and per eviction cost more than the rules themselves,
-so this loop keeps every field in a local and writes them back at the end, even if interrupted.
-Before the loop, the sketch learns the counter positions of every key of the requests at once
-(`CountingBloomFilter.learn`); a count is then ten list increments, an estimate one ``min``.
+Counting was most of the time: every miss counts two keys (at its insertion and at its window
+exit), ten counters each, and comparing reads twenty more. But the comparison of rule 4 needs
+the counts only where they could change its outcome, so this loop counts nothing itself. It
+notes which access each count belongs to (``pending``), and numpy adds the notes to the counters
+(``counters``, exact up to the last ``flush``) at the start of each *chunk* of requests, before a
+comparison that bounds cannot decide, at a halving and at the end.
 
-Over half the comparisons of rule 4 read one counter instead of twenty. Counts only grow
-between two halvings, so main's victim's count, once read, stays a floor under its count while
-it stays the victim (it did for 240,000 of the 247,000 comparisons of the bench's replay); and
-the window block's count is at most any one of its counters. The window block is rejected
-outright when its first counter is not above the floor; otherwise both counts are read (the
-victim's again, as it may have grown) and compared exactly. A halving drops the floor. The
-decisions are the rules'; what is left is counting, twenty counters a miss (three fifths of the
-loop's time in the bench's replay).
+Bounds, for the comparison of the window's oldest block *w* with main's victim *m*:
+
+- **An upper bound on w's count.** Within a chunk, an access adds at most two counts to its key
+  (one at a miss and one at that block's window exit; a hit in main adds one, in the window
+  none), and a block already in the window at the chunk's start adds at most its exit. So
+  ``counters + 2 x (the chunk's accesses) + (the window's blocks)``, per counter, is at least
+  any counter's value anywhere in the chunk; less one for w, whose own exit is charged in it but
+  comes after the comparison. ``upper[a]`` is that bound for the block inserted at access `a`,
+  and the window maps each block to that access while the loop runs (to its bytes again after).
+- **A lower bound on a count.** Counts only grow between halvings, so the count at the last
+  flush is a floor: m's ``floor``; w's ``lower[a]``, plus the one count of its insertion when
+  that came after the flush.
+
+Most comparisons are decided by ``upper[w] <= floor`` (a rejection: 239,000 of the 247,000 of
+the bench's replay) or by ``lower[w] > upper bound of m`` (an admission: most of the rest); the
+rest flush and compare the exact counts, which is what the hook path compares, so the decisions
+are the rules'. `positions` hashes the keys of all accesses at once, before the loop.
 
 It runs only when every cached block has the one size of the replay; otherwise the replay goes
 touch by touch. tests/test_policy_wtinylfu.py checks that both give the same log and state.
 """
 from __future__ import annotations
 
-from typing import Any, Hashable, Iterable, List, Sequence
+from bisect import bisect_left
+from itertools import accumulate, islice
+from typing import Any, Dict, Hashable, Iterable, List, Sequence, Tuple
+
+import numpy as np
 
 from kvsched_lab.sim.events import ADD, EVICT, REUSE, SKIP
 from kvsched_lab.sim.policies.base import Policy, prefix_hits
+
+CHUNK_ACCESSES = 1000  # a chunk's requests hold at least this many accesses (the last one fewer)
+VICTIMS_AHEAD = 256  # main's next victims whose bounds a chunk computes up front (admissions evict them)
+
+
+class _Counts:
+    """The counts not yet added to the sketch's counters, and a chunk's bounds.
+
+    Access ``a`` (``a >= 0``) is the key at ``positions[a]``: the keys cached before the replay
+    first (the window's, then main's), then the replay's accesses in order. ``upper``/``lower`` are lists indexed by access;
+    ``main_access`` maps a key in main to an access of it (its positions), where it has one."""
+
+    def __init__(self, sketch: Any, positions: np.ndarray) -> None:
+        self.sketch = sketch
+        self.counters = sketch.counters  # added to in place: the sketch stays true after a flush
+        self.positions = positions
+        self.pending: List[int] = []  # accesses whose key is counted once more, in order
+        self.upper: List[int] = [0] * len(positions)
+        self.lower: List[int] = [0] * len(positions)
+        self.ceiling = self.counters  # per counter, at least its value anywhere in the chunk
+        self.main_access: Dict[Hashable, int] = {}
+
+    def flush(self) -> None:
+        if self.pending:
+            # add.at, not fancy +=: a key may have a position twice, and two keys may share one
+            np.add.at(self.counters, self.positions[np.array(self.pending, dtype=np.intp)], 1)
+            self.pending.clear()
+
+    def exact(self, row: np.ndarray) -> int:
+        """The count of the key at positions `row` now (flush first)."""
+        return int(self.counters[row].min())
+
+    def halve(self) -> None:
+        self.flush()
+        self.sketch.decay()
+
+    def chunk(self, start: int, stop: int, window_accesses: List[int]) -> None:
+        """Bounds for the chunk of accesses ``start:stop``, the window holding `window_accesses`."""
+        self.flush()
+        own = self.positions[start:stop]
+        waiting = self.positions[window_accesses]
+        ceiling = self.counters.copy()
+        np.add.at(ceiling, own, 2)  # a miss and its exit, or a hit
+        np.add.at(ceiling, waiting, 1)  # the exit of a block in the window now
+        self.ceiling = ceiling
+        self.upper[start:stop] = (ceiling[own].min(axis=1) - 1).tolist()  # less its own exit
+        self.lower[start:stop] = (self.counters[own].min(axis=1) + 1).tolist()  # plus its insertion
+        if window_accesses:
+            ups = (ceiling[waiting].min(axis=1) - 1).tolist()
+            lows = self.counters[waiting].min(axis=1).tolist()  # inserted before: in the counters
+            for a, up, low in zip(window_accesses, ups, lows):
+                self.upper[a], self.lower[a] = up, low
+
+    def victim_bounds(self, keys: List[Hashable]) -> Dict[Hashable, Tuple[int, int]]:
+        """key -> (floor, ceiling) of its count in this chunk, for keys in main."""
+        rows = self.positions[[self.main_access[k] for k in keys]]
+        return dict(zip(keys, zip(self.counters[rows].min(axis=1).tolist(), self.ceiling[rows].min(axis=1).tolist())))
 
 
 def replay_one_size(policy: Any, hash_id_lists: Iterable[Sequence[Hashable]], bytes_: int) -> List[int]:
@@ -30,37 +103,71 @@ def replay_one_size(policy: Any, hash_id_lists: Iterable[Sequence[Hashable]], by
     if any(size != bytes_ for size in policy.entries.values()):  # mixed sizes: touch by touch
         return Policy._replay(policy, hash_id_lists, bytes_)
     lists = hash_id_lists if isinstance(hash_id_lists, (list, tuple)) else list(hash_id_lists)
-    b = bytes_
-    skip_all = b > policy.window_bytes_max or b > policy.probation_max  # rule 1: nothing fits
-    sketch = policy.sketch
-    if not skip_all:
-        sketch.learn([k for ids in lists for k in ids])
-    slots = sketch.known_slots
-    counters = sketch.counters
-    get = counters.__getitem__
-    floor_key, floor = None, 0  # main's victim when its count was last read, and that count
+    if bytes_ > policy.window_bytes_max or bytes_ > policy.probation_max:  # rule 1: nothing fits
+        return _replay_skipping(policy, lists)
+    window = policy.window
+    before = [*window, *policy.probation, *policy.protected]
+    counts = _Counts(policy.sketch, policy.sketch.positions(before + [k for ids in lists for k in ids]))
+    counts.main_access.update(zip(before[len(window):], range(len(window), len(before))))
+    for a, k in enumerate(before[:len(window)]):
+        window[k] = a  # the access that inserted it, while the loop runs
+    try:
+        return _loop(policy, lists, bytes_, counts, len(before))
+    finally:  # keep the state true even if the replay is interrupted
+        counts.flush()
+        for k in window:
+            window[k] = bytes_
+
+
+def _replay_skipping(policy: Any, lists: Sequence[Sequence[Hashable]]) -> List[int]:
+    """No block fits (rule 1): nothing is ever cached, so every touch is skipped."""
+    entries, emit, skip, out = policy.entries, policy.log.append_event, SKIP, []
+    for ids in lists:
+        out.append(prefix_hits(entries.__contains__, ids))
+        for key in ids:
+            policy.time += 1
+            hash(key)  # a TypeError for an unhashable id, after its touch is counted (as in `_loop`)
+            emit((skip, key))
+    return out
+
+
+def _loop(policy: Any, lists: Sequence[Sequence[Hashable]], b: int, counts: _Counts, first: int) -> List[int]:
     entries, window, probation, protected = policy.entries, policy.window, policy.probation, policy.protected
-    win_move, prot_move, prot_pop, prob_pop = window.move_to_end, protected.move_to_end, protected.popitem, probation.popitem
+    win_pop, win_move, prot_move, prot_pop, prob_pop = (window.popitem, window.move_to_end, protected.move_to_end,
+                                                        protected.popitem, probation.popitem)
     emit = policy.log.append_event
-    add, evict, reuse, skip = ADD, EVICT, REUSE, SKIP
+    add, evict, reuse = ADD, EVICT, REUSE
     cap, main_max = policy.capacity_bytes, policy.main_bytes_max
     prob_max, prot_max = policy.probation_max, policy.protected_max
-    cur, hits, time = policy.current_bytes, policy.hits, policy.time
+    cur, hits, time0 = policy.current_bytes, policy.hits, policy.time
     win_bytes, prob_bytes, prot_bytes = policy.window_bytes, policy.probation_bytes, policy.protected_bytes
     main_hits, decay_every = policy.main_hits, policy.decay_every
+    pend, upper, lower, main_access = counts.pending.append, counts.upper, counts.lower, counts.main_access
+    starts = list(accumulate((len(ids) for ids in lists), initial=first))
+    m = floor_key = None  # main's victim (None: look again), and the key `floor` is a count of
+    floor = m_ceiling = 0
+    victims: Dict[Hashable, tuple] = {}
+    stop = first
+    a = first - 1  # the access being replayed
     out: List[int] = []
     contains = entries.__contains__
     try:
-        for ids in lists:
+        for r, ids in enumerate(lists):
+            if starts[r] >= stop:  # a new chunk: count what is pending, bound the next requests
+                stop = starts[min(bisect_left(starts, starts[r] + CHUNK_ACCESSES), len(lists))]
+                counts.chunk(starts[r], stop, list(window.values()))
+                victims = counts.victim_bounds(list(islice(probation or protected, VICTIMS_AHEAD)))
+                m = floor_key = None
             out.append(prefix_hits(contains, ids))
             for key in ids:
-                time += 1
+                a += 1
                 if key in entries:
                     hits += 1
                     if key in window:  # a window hit is not counted
                         win_move(key)
                         emit((reuse, key))
                         continue
+                    m = None  # main's order changes
                     if key in protected:
                         prot_move(key)
                     else:  # probation -> protected; protected's overflow to probation's newest end
@@ -78,35 +185,33 @@ def replay_one_size(policy: Any, hash_id_lists: Iterable[Sequence[Hashable]], by
                                 del entries[old]
                                 cur -= b
                                 emit((evict, old))
-                    for x in slots[key]:
-                        counters[x] += 1
+                    pend(a)
                     main_hits += 1
-                    if main_hits >= decay_every:  # rare: through the sketch
+                    if main_hits >= decay_every:  # rare: halve, then bound the rest of the chunk again
                         main_hits = 0
-                        sketch.decay()
-                        counters = sketch.counters
-                        get, floor_key = counters.__getitem__, None  # halved: read m's count again
+                        counts.halve()
+                        counts.chunk(a + 1, stop, list(window.values()))
+                        victims, floor_key = {}, None
                     emit((reuse, key))
-                    continue
-                if skip_all:
-                    emit((skip, key))
                     continue
                 while cur + b > cap:  # rule 4: one eviction of libCacheSim's
                     while window:
-                        w = next(iter(window))
-                        ws = slots[w]
+                        w, wa = win_pop(False)
+                        win_bytes -= b
                         if prob_bytes + prot_bytes + b > main_max:  # main is full: compare once
-                            m = next(iter(probation or protected))
-                            if m is not floor_key:  # a new victim: read its count
-                                floor_key, floor = m, min(map(get, slots[m]))
-                            # Counts only grow between halvings, so `floor` is at most m's count now,
-                            # and w's count is at most its first counter: most rejections need no more.
-                            admitted = False
-                            if counters[ws[0]] > floor:
-                                w_count = min(map(get, ws))
-                                if w_count > floor:  # m's count may have grown since: read it again
-                                    floor = min(map(get, slots[m]))
-                                    admitted = w_count > floor
+                            if m is None:
+                                m = next(iter(probation or protected))
+                                if m is not floor_key:  # a new victim: its bounds
+                                    got = victims.get(m) or counts.victim_bounds([m])[m]
+                                    floor_key, (floor, m_ceiling) = m, got
+                            if upper[wa] <= floor:  # w's count is at most m's: rejected
+                                admitted = False
+                            elif lower[wa] > m_ceiling:  # w's count is above m's
+                                admitted = True
+                            else:  # the bounds overlap: the exact counts
+                                counts.flush()
+                                floor = counts.exact(counts.positions[main_access[m]])
+                                admitted = counts.exact(counts.positions[wa]) > floor
                             if admitted:  # main's victim leaves
                                 if probation:
                                     del probation[m]
@@ -114,7 +219,7 @@ def replay_one_size(policy: Any, hash_id_lists: Iterable[Sequence[Hashable]], by
                                 else:
                                     del protected[m]
                                     prot_bytes -= b
-                                gone = m
+                                gone, m = m, None
                             else:  # rejected: the window's block leaves
                                 gone = w
                             del entries[gone]
@@ -122,8 +227,6 @@ def replay_one_size(policy: Any, hash_id_lists: Iterable[Sequence[Hashable]], by
                             emit((evict, gone))
                         else:
                             gone = None
-                        del window[w]
-                        win_bytes -= b
                         if gone is not w:  # into main; it has room (never over its bytes): probation,
                             if prob_bytes + b <= prob_max or prot_bytes + b > prot_max:  # else protected
                                 probation[w] = b
@@ -131,8 +234,9 @@ def replay_one_size(policy: Any, hash_id_lists: Iterable[Sequence[Hashable]], by
                             else:
                                 protected[w] = b
                                 prot_bytes += b
-                        for x in ws:
-                            counters[x] += 1
+                            main_access[w] = wa
+                            m = None
+                        pend(wa)  # w's exit is counted after the comparison
                         if gone is not None:
                             break
                     else:  # an empty window: main's victim
@@ -142,18 +246,18 @@ def replay_one_size(policy: Any, hash_id_lists: Iterable[Sequence[Hashable]], by
                         else:
                             old = prot_pop(False)[0]
                             prot_bytes -= b
+                        m = None
                         del entries[old]
                         cur -= b
                         emit((evict, old))
-                window[key] = b
+                window[key] = a
                 win_bytes += b
                 entries[key] = b
                 cur += b
-                for x in slots[key]:
-                    counters[x] += 1
+                pend(a)
                 emit((add, key))
     finally:  # keep the state true even if the replay is interrupted
-        policy.current_bytes, policy.hits, policy.time = cur, hits, time
+        policy.current_bytes, policy.hits, policy.time = cur, hits, time0 + a + 1 - first
         policy.window_bytes, policy.probation_bytes, policy.protected_bytes = win_bytes, prob_bytes, prot_bytes
         policy.main_hits = main_hits
     return out

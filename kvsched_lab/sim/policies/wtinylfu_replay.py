@@ -40,7 +40,7 @@ import numpy as np
 from kvsched_lab.sim.events import ADD, EVICT, REUSE, SKIP
 from kvsched_lab.sim.policies.base import Policy, prefix_hits
 
-CHUNK_ACCESSES = 1000  # a chunk's requests hold at least this many accesses (the last one fewer)
+CHUNK_ACCESSES = 2000  # a chunk's requests hold at least this many accesses (the last one fewer)
 VICTIMS_AHEAD = 256  # main's next victims whose bounds a chunk computes up front (admissions evict them)
 
 
@@ -194,51 +194,20 @@ def _loop(policy: Any, lists: Sequence[Sequence[Hashable]], b: int, counts: _Cou
                         victims, floor_key = {}, None
                     emit((reuse, key))
                     continue
-                while cur + b > cap:  # rule 4: one eviction of libCacheSim's
-                    while window:
+                # Rule 4, one eviction of libCacheSim's: while main has room the window's oldest
+                # blocks move into it (and an empty window evicts main's victim); then one comparison.
+                while cur + b > cap and (not window or prob_bytes + prot_bytes + b <= main_max):
+                    if window:  # into main, which has room (never over its bytes)
                         w, wa = win_pop(False)
                         win_bytes -= b
-                        if prob_bytes + prot_bytes + b > main_max:  # main is full: compare once
-                            if m is None:
-                                m = next(iter(probation or protected))
-                                if m is not floor_key:  # a new victim: its bounds
-                                    got = victims.get(m) or counts.victim_bounds([m])[m]
-                                    floor_key, (floor, m_ceiling) = m, got
-                            if upper[wa] <= floor:  # w's count is at most m's: rejected
-                                admitted = False
-                            elif lower[wa] > m_ceiling:  # w's count is above m's
-                                admitted = True
-                            else:  # the bounds overlap: the exact counts
-                                counts.flush()
-                                floor = counts.exact(counts.positions[main_access[m]])
-                                admitted = counts.exact(counts.positions[wa]) > floor
-                            if admitted:  # main's victim leaves
-                                if probation:
-                                    del probation[m]
-                                    prob_bytes -= b
-                                else:
-                                    del protected[m]
-                                    prot_bytes -= b
-                                gone, m = m, None
-                            else:  # rejected: the window's block leaves
-                                gone = w
-                            del entries[gone]
-                            cur -= b
-                            emit((evict, gone))
+                        if prob_bytes + b <= prob_max or prot_bytes + b > prot_max:  # probation, else protected
+                            probation[w] = b
+                            prob_bytes += b
                         else:
-                            gone = None
-                        if gone is not w:  # into main; it has room (never over its bytes): probation,
-                            if prob_bytes + b <= prob_max or prot_bytes + b > prot_max:  # else protected
-                                probation[w] = b
-                                prob_bytes += b
-                            else:
-                                protected[w] = b
-                                prot_bytes += b
-                            main_access[w] = wa
-                            m = None
-                        pend(wa)  # w's exit is counted after the comparison
-                        if gone is not None:
-                            break
+                            protected[w] = b
+                            prot_bytes += b
+                        main_access[w] = wa
+                        pend(wa)  # its exit is counted
                     else:  # an empty window: main's victim
                         if probation:
                             old = prob_pop(False)[0]
@@ -246,16 +215,48 @@ def _loop(policy: Any, lists: Sequence[Sequence[Hashable]], b: int, counts: _Cou
                         else:
                             old = prot_pop(False)[0]
                             prot_bytes -= b
-                        m = None
                         del entries[old]
                         cur -= b
                         emit((evict, old))
+                    m = None
+                if cur + b > cap:  # main is full: w or m leaves, `key` takes its place (the usual miss)
+                    w, wa = win_pop(False)
+                    if m is None:
+                        m = next(iter(probation or protected))
+                        if m is not floor_key:  # a new victim: its bounds
+                            got = victims.get(m) or counts.victim_bounds([m])[m]
+                            floor_key, (floor, m_ceiling) = m, got
+                    if upper[wa] <= floor:  # w's count is at most m's: rejected
+                        admitted = False
+                    elif lower[wa] > m_ceiling:  # w's count is above m's
+                        admitted = True
+                    else:  # the bounds overlap: the exact counts
+                        counts.flush()
+                        floor = counts.exact(counts.positions[main_access[m]])
+                        admitted = counts.exact(counts.positions[wa]) > floor
+                    pend(wa)  # w's exit is counted after the comparison
+                    if admitted:  # main's victim leaves; w enters probation (room: m's, or an empty probation)
+                        if probation:
+                            del probation[m]
+                        else:
+                            del protected[m]
+                            prot_bytes -= b
+                            prob_bytes += b
+                        probation[w] = b
+                        main_access[w] = wa
+                        del entries[m]
+                        emit((evict, m, add, key))
+                        m = None
+                    else:  # rejected: the window's block leaves
+                        del entries[w]
+                        emit((evict, w, add, key))
+                else:
+                    win_bytes += b
+                    cur += b
+                    emit((add, key))
                 window[key] = a
-                win_bytes += b
                 entries[key] = b
-                cur += b
                 pend(a)
-                emit((add, key))
     finally:  # keep the state true even if the replay is interrupted
         policy.current_bytes, policy.hits, policy.time = cur, hits, time0 + a + 1 - first
         policy.window_bytes, policy.probation_bytes, policy.protected_bytes = win_bytes, prob_bytes, prot_bytes

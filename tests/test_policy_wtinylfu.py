@@ -92,9 +92,13 @@ def test_batch_positions_are_the_scalar_hashs():
     assert sketch.positions([["unhashable"]]).shape == (1, sketch.hashes)  # hashed by its bytes
 
 
-def test_many_small_replays_and_odd_keys_equal_the_hook_path(monkeypatch):
-    """One request a call (every call starts from a full cache whose window and main it must hash
-    again), with str and tuple keys beside ints, and comparisons the bounds leave to the exact counts."""
+@pytest.mark.parametrize("per_call", [1, 25])
+def test_many_small_replays_and_odd_keys_equal_the_hook_path(monkeypatch, per_call):
+    """A few requests a call (every call starts from a full cache whose window and main it must
+    hash again, and, with one victim bounded ahead, hashes only three of main's blocks: the others
+    it meets have the sketch's positions), with str and tuple keys beside ints, and comparisons the
+    bounds leave to the exact counts."""
+    monkeypatch.setattr(wtinylfu_replay, "VICTIMS_AHEAD", 1)
     exact_reads = []
     read = wtinylfu_replay._Counts.exact
     monkeypatch.setattr(wtinylfu_replay._Counts, "exact", lambda self, row: exact_reads.append(1) or read(self, row))
@@ -102,7 +106,7 @@ def test_many_small_replays_and_odd_keys_equal_the_hook_path(monkeypatch):
     odd = ["a", "b", (1, 2), "c", 2 ** 70, -3]
     lists = [[rng.choice(odd) if rng.random() < 0.05 else k for k in ids] for ids in hot_cold_requests(7, 150, 1200)]
     fast, slow = make_policy("wtinylfu", 150), make_policy("wtinylfu", 150)
-    got = [h for ids in lists for h in fast.replay_requests([ids], 1)]
+    got = [h for i in range(0, len(lists), per_call) for h in fast.replay_requests(lists[i:i + per_call], 1)]
     assert got == replay_by_touch(slow, lists, 1)
     assert state(fast) == state(slow)
     assert exact_reads

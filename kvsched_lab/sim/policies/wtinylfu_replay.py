@@ -47,8 +47,8 @@ VICTIMS_AHEAD = 256  # main's next victims whose bounds a chunk computes up fron
 class _Counts:
     """The counts not yet added to the sketch's counters, and a chunk's bounds.
 
-    Access ``a`` (``a >= 0``) is the key at ``positions[a]``: the keys cached before the replay
-    first (the window's, then main's), then the replay's accesses in order. ``upper``/``lower`` are lists indexed by access;
+    Access ``a`` (``a >= 0``) is the key at ``positions[a]``: some keys cached before the replay
+    first (the window's, then main's next victims), then the replay's accesses in order. ``upper``/``lower`` are lists indexed by access;
     ``main_access`` maps a key in main to an access of it (its positions), where it has one."""
 
     def __init__(self, sketch: Any, positions: np.ndarray) -> None:
@@ -92,9 +92,18 @@ class _Counts:
             for a, up, low in zip(window_accesses, ups, lows):
                 self.upper[a], self.lower[a] = up, low
 
+    def main_row(self, key: Hashable) -> Sequence[int]:
+        """The positions of `key`, in main; one cached before the replay and not hashed with it has
+        the sketch's own (computed once)."""
+        a = self.main_access.get(key)
+        return self.positions[a] if a is not None else self.sketch.slots(key)
+
     def victim_bounds(self, keys: List[Hashable]) -> Dict[Hashable, Tuple[int, int]]:
         """key -> (floor, ceiling) of its count in this chunk, for keys in main."""
-        rows = self.positions[[self.main_access[k] for k in keys]]
+        if all(k in self.main_access for k in keys):
+            rows = self.positions[[self.main_access[k] for k in keys]]
+        else:
+            rows = np.array([self.main_row(k) for k in keys], dtype=np.intp)
         return dict(zip(keys, zip(self.counters[rows].min(axis=1).tolist(), self.ceiling[rows].min(axis=1).tolist())))
 
 
@@ -106,7 +115,8 @@ def replay_one_size(policy: Any, hash_id_lists: Iterable[Sequence[Hashable]], by
     if bytes_ > policy.window_bytes_max or bytes_ > policy.probation_max:  # rule 1: nothing fits
         return _replay_skipping(policy, lists)
     window = policy.window
-    before = [*window, *policy.probation, *policy.protected]
+    # main's blocks are hashed only as far as its next victims go, most likely (the rest: `victim_bounds`)
+    before = [*window, *islice(policy.probation, 8 * VICTIMS_AHEAD), *islice(policy.protected, VICTIMS_AHEAD)]
     counts = _Counts(policy.sketch, policy.sketch.positions(before + [k for ids in lists for k in ids]))
     counts.main_access.update(zip(before[len(window):], range(len(window), len(before))))
     for a, k in enumerate(before[:len(window)]):
@@ -232,7 +242,7 @@ def _loop(policy: Any, lists: Sequence[Sequence[Hashable]], b: int, counts: _Cou
                         admitted = True
                     else:  # the bounds overlap: the exact counts
                         counts.flush()
-                        floor = counts.exact(counts.positions[main_access[m]])
+                        floor = counts.exact(counts.main_row(m))
                         admitted = counts.exact(counts.positions[wa]) > floor
                     pend(wa)  # w's exit is counted after the comparison
                     if admitted:  # main's victim leaves; w enters probation (room: m's, or an empty probation)

@@ -18,13 +18,16 @@ Bounds, for the comparison of the window's oldest block *w* with main's victim *
   comes after the comparison. ``upper[a]`` is that bound for the block inserted at access `a`,
   and the window maps each block to that access while the loop runs (to its bytes again after).
 - **A lower bound on a count.** Counts only grow between halvings, so the count at the last
-  flush is a floor: m's ``floor``; w's ``lower[a]``, plus the one count of its insertion when
-  that came after the flush.
+  flush is a floor: m's ``floor``; w's ``lower[a]``, its count at the chunk's start plus the
+  one count of its insertion when that came later. A halving (rare) flushes, halves, and
+  bounds the rest of the chunk again.
 
-Most comparisons are decided by ``upper[w] <= floor`` (a rejection: 239,000 of the 247,000 of
-the bench's replay) or by ``lower[w] > upper bound of m`` (an admission: most of the rest); the
-rest flush and compare the exact counts, which is what the hook path compares, so the decisions
-are the rules'. `positions` hashes the keys of all accesses at once, before the loop.
+A comparison is decided by ``upper[w] <= floor`` (a rejection), or by ``lower[w] > ceiling of
+m`` (an admission), or else by flushing and reading both exact counts, which is what the hook
+path compares, so the decisions are the rules'. In the bench's replay (288,500 touches at 8,000
+blocks, 25 calls of 500 requests) the bounds decide all but 790 of the 246,937 comparisons.
+`positions` hashes the keys of all accesses at once before the loop, and of the blocks cached
+before it only the window and main's next victims (the others, if met, have `slots`).
 
 It runs only when every cached block has the one size of the replay; otherwise the replay goes
 touch by touch. tests/test_policy_wtinylfu.py checks that both give the same log and state.

@@ -51,8 +51,9 @@ class _Counts:
     """The counts not yet added to the sketch's counters, and a chunk's bounds.
 
     Access ``a`` (``a >= 0``) is the key at ``positions[a]``: some keys cached before the replay
-    first (the window's, then main's next victims), then the replay's accesses in order. ``upper``/``lower`` are lists indexed by access;
-    ``main_access`` maps a key in main to an access of it (its positions), where it has one."""
+    first (the window's, then main's next victims), then the replay's accesses in order.
+    ``upper``/``lower`` are lists indexed by access; ``main_access`` maps a key in main to an
+    access of it (its positions), where it has one."""
 
     def __init__(self, sketch: Any, positions: np.ndarray) -> None:
         self.sketch = sketch
@@ -118,7 +119,7 @@ def replay_one_size(policy: Any, hash_id_lists: Iterable[Sequence[Hashable]], by
     if bytes_ > policy.window_bytes_max or bytes_ > policy.probation_max:  # rule 1: nothing fits
         return _replay_skipping(policy, lists)
     window = policy.window
-    # main's blocks are hashed only as far as its next victims go, most likely (the rest: `victim_bounds`)
+    # main's blocks are hashed only as far as its next victims are likely to go (the rest: `main_row`)
     before = [*window, *islice(policy.probation, 8 * VICTIMS_AHEAD), *islice(policy.protected, VICTIMS_AHEAD)]
     counts = _Counts(policy.sketch, policy.sketch.positions(before + [k for ids in lists for k in ids]))
     counts.main_access.update(zip(before[len(window):], range(len(window), len(before))))
@@ -159,7 +160,7 @@ def _loop(policy: Any, lists: Sequence[Sequence[Hashable]], b: int, counts: _Cou
     starts = list(accumulate((len(ids) for ids in lists), initial=first))
     m = floor_key = None  # main's victim (None: look again), and the key `floor` is a count of
     floor = m_ceiling = 0
-    victims: Dict[Hashable, tuple] = {}
+    victims: Dict[Hashable, Tuple[int, int]] = {}  # main's next victims: (floor, ceiling)
     stop = first
     a = first - 1  # the access being replayed
     out: List[int] = []

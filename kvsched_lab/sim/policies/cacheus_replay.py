@@ -125,6 +125,7 @@ def replay_one_size(policy: Any, hash_id_lists: Iterable[Sequence[Hashable]], by
         freq[block] = 1
         ones[block] = None
 
+    fresh = (b, True, 1)  # H's record of a block that leaves new, as most do: one tuple for all of them
     out: List[int] = []
     try:
         for ids in hash_id_lists:
@@ -270,7 +271,7 @@ def replay_one_size(policy: Any, hash_id_lists: Iterable[Sequence[Hashable]], by
                             f = freq.pop(gone)
                             node = by_freq[f]
                             del node[gone]
-                        h_items[gone] = (b, new, f)  # into H with its count
+                        h_items[gone] = fresh if new and f == 1 else (b, new, f)  # into H with its count
                         h_add(gone)
                         if h_room:
                             h_room -= 1

@@ -4,10 +4,10 @@ ghosts and SR-LRU's list SR (cacheus.py), which nearly every miss adds to and ta
 An `OrderedDict` would do, but it keeps a linked node per key: each insertion allocates one, and
 each removal looks the key up twice (the dict, then the node). Here a plain dict holds the keys and
 values and a deque their arrival order. A key that leaves from the middle (a block back from H, a
-ghost hit, a hit in SR) leaves its copy in the deque, counted in `stale`; the oldest end drops such copies when
-it reaches them. A key's live copy is always its newest, so its stale copies are met first. When
-stale copies outnumber the live keys the deque is rebuilt, so it stays under twice their number
-plus `SLACK`: removal stays O(1) amortised, and so does the oldest end.
+ghost hit, a hit in SR) leaves its copy in the deque, counted in `stale`; the oldest end drops such
+copies when it reaches them. A key's live copy is always its newest, so its stale copies are met
+first. When stale copies outnumber the live keys the deque is rebuilt in place, so it stays under
+twice their number plus `SLACK`: removal stays O(1) amortised, and so does the oldest end.
 """
 from __future__ import annotations
 

@@ -7,19 +7,21 @@ learning-rate updates, and blocks of two bytes skipped when R's target is one by
 of one byte the last placed block at count 1 is often evicted while the newest, not yet placed
 (cacheus_replay.py's `pending`), keeps count 1 in use.
 """
+import math
 import random
 
 import pytest
 
 from kvsched_lab import check_invariants
 from kvsched_lab.sim.policies import make_policy
+from kvsched_lab.sim.policies.cacheus_fifo import SLACK
 from policy_helpers import replay_by_touch
 
 
 def state(p):
     return (list(p.log.events()), dict(p.entries), p.snapshot(), p.current_bytes, p.time, p.hits,
-            list(p.r_list.items()), list(p.sr_list.items()), list(p.history.items()),
-            list(p.ghost_lru.items()), list(p.ghost_lfu.items()),
+            list(p.r_list.items()), p.sr_list.ordered_items(), p.history.ordered_items(),
+            p.ghost_lru.ordered_items(), p.ghost_lfu.ordered_items(), p.block_size, p.key_bound,
             {f: list(keys) for f, keys in p.by_freq.items()}, dict(p.freq),
             p.r_bytes, p.sr_bytes, p.history_bytes, p.ghost_lru_bytes, p.ghost_lfu_bytes,
             p.sr_target, p.r_target, p.demoted, p.new_in_history, p.min_freq, p.max_freq,
@@ -56,3 +58,61 @@ def test_skipped_blocks_still_count_toward_the_learning_rates_interval():
     replay_by_touch(slow, lists, 2)
     assert any(op == "skip" for op, _ in fast.log.events()) and any(op == "add" for op, _ in fast.log.events())
     assert state(fast) == state(slow)
+
+
+def test_replays_after_a_rebuilt_order_stay_the_hook_paths():
+    """SR, H and the ghosts keep their order in a deque whose stale copies (a block hit in SR, back
+    from H, a ghost hit) are dropped at its oldest end (cacheus_fifo.py). Cycling hits over blocks
+    that bounce between R and SR, with nothing evicted, piles stale copies up until the deque is
+    rebuilt; the misses after it must still go where the hook path sends them."""
+    capacity = 60
+    warm = [[k] for k in range(50)]
+    cycling = [[k % 50] for k in range(3000)]  # hits only: R's overflow demoted back to SR each time
+    cold = hot_cold_requests(3, capacity, 1500)
+    fast, slow = make_policy("cacheus", capacity), make_policy("cacheus", capacity)
+    lists = warm + cycling + cold
+    assert fast.replay_requests(warm + cycling, 1) + fast.replay_requests(cold, 1) == replay_by_touch(slow, lists, 1)
+    assert state(fast) == state(slow)
+    order = fast.sr_list.order  # bounded, so it was rebuilt: 3,000 hits left a stale copy each
+    assert len(order) <= 2 * len(fast.sr_list) + SLACK < 3000
+
+
+def test_a_replay_in_another_size_goes_touch_by_touch():
+    """The fast loop counts blocks, so it runs only while every touch had the replay's size
+    (`block_size`); a replay of 2-byte blocks after 1-byte ones goes through the hooks."""
+    first = hot_cold_requests(4, 20, 300)
+    second = [[k + 1000 for k in ids] for ids in hot_cold_requests(5, 20, 12)]  # new blocks: cached at 2 bytes
+    fast, slow = make_policy("cacheus", 40), make_policy("cacheus", 40)
+    assert fast.replay_requests(first, 1) + fast.replay_requests(second, 2) \
+        == replay_by_touch(slow, first, 1) + replay_by_touch(slow, second, 2)
+    assert state(fast) == state(slow) and fast.block_size == 0
+    remembered = [size for _, (size, _, _) in fast.history.ordered_items()] + list(fast.entries.values())
+    assert set(remembered) == {1, 2}  # the 1-byte blocks still count in H's bytes
+
+
+@pytest.mark.parametrize("w_lru", [0.995, 0.9999])
+def test_draws_owed_while_w_lru_is_over_099_leave_the_generator_where_the_hook_path_does(w_lru):
+    """Above 0.99 every draw picks SR-LRU, so the fast loop only counts them and takes them in one
+    step when a ghost hit brings the weight down, at a learning-rate update, and at the end."""
+    lists = hot_cold_requests(6, 20, 1500)
+    fast, slow = make_policy("cacheus", 20), make_policy("cacheus", 20)
+    for p in (fast, slow):
+        p.w_lru, p.w_lfu = w_lru, 1 - w_lru
+    head = 30  # the first replay ends a few evictions in, with draws still owed
+    assert fast.replay_requests(lists[:head], 1) == replay_by_touch(slow, lists[:head], 1)
+    assert state(fast) == state(slow) and fast.w_lru > 0.99
+    assert fast.replay_requests(lists[head:], 1) == replay_by_touch(slow, lists[head:], 1)
+    assert state(fast) == state(slow)
+
+
+def test_keys_that_equal_ints_end_the_shortcut_for_unseen_keys():
+    """The fast loop takes an int above every key missed so far for one in no structure
+    (`key_bound`); True equals 1 and 2.0 equals 2, so once such a key is cached 1 and 2 must be
+    hits there as on the hook path, and the shortcut stays off."""
+    lists = [[True, 2.0], [5], [1, 2, 6], [7, 1]]
+    fast, slow = make_policy("cacheus", 20), make_policy("cacheus", 20)
+    assert fast.replay_requests(lists, 1) == replay_by_touch(slow, lists, 1) == [0, 0, 2, 0]
+    assert state(fast) == state(slow) and fast.key_bound == math.inf
+    ints = make_policy("cacheus", 4)
+    ints.replay_requests([[3, 9], [4]], 1)
+    assert ints.key_bound == 9

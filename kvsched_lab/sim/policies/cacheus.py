@@ -39,8 +39,10 @@ CACHEUS draws once at creation (``lr``), once per eviction (even when the expert
 each restart of ``lr``. This policy runs the same generator from ``seed`` (default ``0xdeadbeef``),
 so it makes libCacheSim's decision when its cache is the first user of a fresh thread's generator.
 
-Layout: ``r_list``, ``sr_list`` and ``history`` are `OrderedDict`s, least recent first (SR's
-values are the block's flags, H's its flag and count); ``freq`` maps a cached key to its count and
+Layout: ``r_list`` is an `OrderedDict`, least recent first; ``sr_list``, ``history`` and the two
+ghosts are `LazyFifo`s (cacheus_fifo.py: a dict and a deque of arrival order), oldest first (SR's
+values are the block's flags, H's its size, flag and count); ``block_size`` is the size every touch
+so far had (0 once two differ), which the fast loop needs; ``freq`` maps a cached key to its count and
 ``by_freq`` a count to an insertion-ordered dict of its keys (victim: the last). O(1) per touch but
 for the walk up to the next used count when the lowest empties. Replays of one block size run
 the same rules in the inlined loop of cacheus_replay.py.
@@ -54,6 +56,7 @@ from typing import Dict, Hashable, Iterable, List, Optional, Sequence, Tuple
 from kvsched_lab.sim.events import ADD, EVICT, REUSE, SKIP
 from kvsched_lab.sim.policies.base import Policy
 
+from kvsched_lab.sim.policies.cacheus_fifo import LazyFifo
 from kvsched_lab.sim.policies.cacheus_replay import DEMOTED, NEW, link, next_used, replay_one_size, to_history
 from kvsched_lab.sim.policies.lehmer import LEHMER_MULTIPLIER, LEHMER_SEED, MASK128, check_seed
 
@@ -72,8 +75,8 @@ class CacheusPolicy(Policy):
         self.rand_state = check_seed(seed)
         # SR-LRU: two LRU lists over the cached keys and a history of keys that left.
         self.r_list: "OrderedDict[Hashable, None]" = OrderedDict()
-        self.sr_list: "OrderedDict[Hashable, int]" = OrderedDict()  # key -> DEMOTED | NEW flags
-        self.history: "OrderedDict[Hashable, Tuple[int, bool, int]]" = OrderedDict()  # key -> (bytes, new, count)
+        self.sr_list = LazyFifo()  # key -> DEMOTED | NEW flags, oldest first
+        self.history = LazyFifo()  # key -> (bytes, new, count), oldest first
         self.r_bytes = self.sr_bytes = self.history_bytes = 0
         self.sr_target = self.r_target = capacity_bytes // 2
         self.demoted = 0  # SR-LRU's C_demoted: blocks in SR demoted from R (less those that left)
@@ -83,8 +86,7 @@ class CacheusPolicy(Policy):
         self.by_freq: Dict[int, "OrderedDict[Hashable, None]"] = {1: OrderedDict()}  # the last key is the victim
         self.min_freq = self.max_freq = 1
         # The learner: each expert's ghost (key -> bytes, LRU first), weights and learning rate.
-        self.ghost_lru: "OrderedDict[Hashable, int]" = OrderedDict()
-        self.ghost_lfu: "OrderedDict[Hashable, int]" = OrderedDict()
+        self.ghost_lru, self.ghost_lfu = LazyFifo(), LazyFifo()
         self.ghost_lru_bytes = self.ghost_lfu_bytes = 0
         self.ghost_limit = capacity_bytes // 2
         self.w_lru = self.w_lfu = 0.5
@@ -93,6 +95,11 @@ class CacheusPolicy(Policy):
         self.hit_rate_previous = 0.0
         self.unlearn = 0
         self.interval_hits = 0
+        self.block_size: Optional[int] = None  # every touch's size so far (None: no touch yet; 0: mixed)
+        # The largest key that ever missed, while all were ints; inf once one was not. An int
+        # above it never missed, so it is in no structure: the bench's traces number blocks in
+        # order of first appearance, so most misses are such keys, which the fast loop need not look up.
+        self.key_bound: float = -math.inf
 
     def next_rand(self) -> int:
         """libCacheSim's ``next_rand``: one Lehmer step, the state's high 64 bits."""
@@ -103,6 +110,8 @@ class CacheusPolicy(Policy):
     def touch(self, prefix: Hashable, bytes_: int) -> None:
         """Use `prefix`: a hit updates both experts; a miss learns from the ghosts, evicts, inserts."""
         self.validate(prefix, bytes_)
+        if bytes_ != self.block_size:
+            self.block_size = bytes_ if self.block_size is None else 0
         self.time += 1
         if prefix in self.entries:
             self.hits += 1
@@ -110,6 +119,10 @@ class CacheusPolicy(Policy):
             self._hit(prefix)
             self.log.emit(REUSE, prefix)
         else:
+            if type(prefix) is not int:  # a bool, a float, a numpy int may equal an int key
+                self.key_bound = math.inf
+            elif prefix > self.key_bound:
+                self.key_bound = prefix
             self._regret(prefix)
             while self.current_bytes + bytes_ > self.capacity_bytes:
                 self._evict()
@@ -126,7 +139,7 @@ class CacheusPolicy(Policy):
         if key in self.r_list:
             self.r_list.move_to_end(key)
         else:  # SR -> R; R's overflow demoted to SR's newest end
-            del self.sr_list[key]
+            self.sr_list.remove(key)
             self.sr_bytes -= size
             self.r_list[key] = None
             self.r_bytes += size
@@ -139,7 +152,7 @@ class CacheusPolicy(Policy):
             old, _ = self.r_list.popitem(last=False)
             old_size = self.entries[old]
             self.r_bytes -= old_size
-            self.sr_list[old] = DEMOTED
+            self.sr_list.add(old, DEMOTED)
             self.sr_bytes += old_size
             self.demoted += 1
 
@@ -172,12 +185,10 @@ class CacheusPolicy(Policy):
             self.w_lfu *= math.exp(-self.lr)
         self.w_lru = self.w_lru / (self.w_lru + self.w_lfu)
         self.w_lfu = 1 - self.w_lru
-        size = self.ghost_lru.pop(key, None)
-        if size is not None:
-            self.ghost_lru_bytes -= size
-        size = self.ghost_lfu.pop(key, None)
-        if size is not None:
-            self.ghost_lfu_bytes -= size
+        if key in self.ghost_lru:
+            self.ghost_lru_bytes -= self.ghost_lru.remove(key)
+        if key in self.ghost_lfu:
+            self.ghost_lfu_bytes -= self.ghost_lfu.remove(key)
 
     def _update_lr(self) -> None:
         """Rule 4, every `capacity` accesses."""
@@ -210,7 +221,7 @@ class CacheusPolicy(Policy):
         CR-LFU evicts it (its own victim), rather than removing it at SR-LRU's request."""
         size = self.entries.pop(key)
         self.current_bytes -= size
-        flags = self.sr_list.pop(key, None)
+        flags = self.sr_list.remove(key) if key in self.sr_list else None
         if flags is None:
             del self.r_list[key]
             self.r_bytes -= size
@@ -226,31 +237,31 @@ class CacheusPolicy(Policy):
 
     def _evict(self) -> None:
         """Rule 2."""
-        lru_key = next(iter(self.sr_list or self.r_list))
+        lru_key = self.sr_list.oldest() if self.sr_list else next(iter(self.r_list))
         lfu_key = next(reversed(self.by_freq[self.min_freq]))
         lru_chosen = (self.next_rand() % 100) / 100 < self.w_lru
         victim = lru_key if lru_chosen else lfu_key
         size = self._leave(victim, lfu_evicts=victim == lfu_key)
         if lru_key == lfu_key:
             return
-        ghost = self.ghost_lru if lru_chosen else self.ghost_lfu
-        ghost[victim] = size
         if lru_chosen:
+            self.ghost_lru.add(victim, size)
             self.ghost_lru_bytes += size
             while self.ghost_lru_bytes > self.ghost_limit:
-                self.ghost_lru_bytes -= self.ghost_lru.popitem(last=False)[1]
+                self.ghost_lru_bytes -= self.ghost_lru.pop_oldest()[1]
         else:
+            self.ghost_lfu.add(victim, size)
             self.ghost_lfu_bytes += size
             while self.ghost_lfu_bytes > self.ghost_limit:
-                self.ghost_lfu_bytes -= self.ghost_lfu.popitem(last=False)[1]
+                self.ghost_lfu_bytes -= self.ghost_lfu.pop_oldest()[1]
 
     def _insert(self, key: Hashable, size: int) -> None:
         self.entries[key] = size
         self.current_bytes += size
-        past = self.history.pop(key, None)
+        past = self.history.remove(key) if key in self.history else None
         if past is None:  # new: count 1, SR's newest end
             self._link_new(key, 1)
-            self.sr_list[key] = NEW
+            self.sr_list.add(key, NEW)
             self.sr_bytes += size
         else:  # back from H: its count + 1, straight into R
             self.history_bytes -= past[0]
@@ -267,9 +278,9 @@ class CacheusPolicy(Policy):
                     self.sr_target = int(self.sr_target + delta)
                 self.r_target = self.capacity_bytes - self.sr_target
         while self.sr_bytes > self.sr_target:  # SR's oldest leave the cache, no expert asked
-            self._leave(next(iter(self.sr_list)))
+            self._leave(self.sr_list.oldest())
         while self.history_bytes >= self.capacity_bytes:
-            self.history_bytes -= self.history.popitem(last=False)[1][0]
+            self.history_bytes -= self.history.pop_oldest()[1][0]
 
     def _link_new(self, key: Hashable, f: int) -> None:
         link(self.freq, self.by_freq, key, f)
@@ -282,7 +293,7 @@ class CacheusPolicy(Policy):
         """``(key, "R"|"SR", bytes, count)``, most recently used first in each list."""
         e, f = self.entries, self.freq
         return ([(k, "R", e[k], f[k]) for k in reversed(self.r_list)]
-                + [(k, "SR", e[k], f[k]) for k in reversed(self.sr_list)])
+                + [(k, "SR", e[k], f[k]) for k, _ in reversed(self.sr_list.ordered_items())])
 
     def _replay(self, hash_id_lists: Iterable[Sequence[Hashable]], bytes_: int) -> List[int]:
         return replay_one_size(self, hash_id_lists, bytes_)

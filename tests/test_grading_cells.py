@@ -176,3 +176,65 @@ def test_a_kernel_that_never_starts_fails_every_cell_with_the_reason(tmp_path, m
     outcomes = run_cells([sys.executable, str(launcher)], ["1", "2"], NAME, 20.0, str(tmp_path))
     assert [o for o, _ in outcomes.values()] == ["failed", "failed"] and time.monotonic() - started < 15
     assert all(m.startswith(DEAD) and "did not start" in m for _, m in outcomes.values())
+
+
+# Each of the runner's outcomes, made by really running it: (cells, cell timeout, the kinds of its failed cells).
+OUTCOMES = {
+    "a kernel that dies": (["1", "import os; os._exit(0)", "2"], 20.0, ["eof", "dead"]),
+    "a cell past its limit": (["1", "import time; time.sleep(60)", "2"], 3.0, ["timeout", "dead"]),
+    "a grader cell that raises": (["1", "1 / 0"], 20.0, ["failed"]),
+    "a flooded socket": (["1", WRITE_SOCKETS + f"write_sockets(b'x' * {4 * REPLY_CAP})\nimport time; time.sleep(30)"],
+                         20.0, ["flood"]),
+    "a reply the runner did not write": (["1", WRITE_SOCKETS + "write_sockets(b'not json at all\\n')"], 20.0,
+                                         ["garbled"]),
+    "bytes from another process": (["1", WRITE_SOCKETS + "copies = [os.dup(fd) for fd in _sockets()]\npid = os.fork()\n"
+                                    f"if pid == 0:\n    write_sockets({FORGED_NEXT!r})\n    os._exit(0)\nos.waitpid(pid, 0)",
+                                    "2"], 20.0, ["forged", "dead"]),
+}
+
+
+def _zh_feedback(outcome) -> str:
+    """The Chinese feedback file of a submission whose snapshot TODO's grading cell ended with `outcome`."""
+    from kvsched_lab.grading.batch.grade import Grade, feedback_text
+    from kvsched_lab.grading.judging.unfinished import why_unfinished
+    from kvsched_lab.grading.judging.verdict import TodoGrade
+
+    lines = [why_unfinished(tuple(outcome), False, "")]
+    return feedback_text(Grade("s.py", {"snapshot": TodoGrade("error", lines=lines)}), "zh")
+
+
+def _english_heads():
+    """The start of every message the runner writes: none may reach a Chinese reader."""
+    return [FAILED, DEAD] + [why.split("{")[0] for why in cells.WHY.values()]
+
+
+@pytest.mark.parametrize("case", sorted(OUTCOMES))
+def test_every_runner_outcome_reads_in_chinese_in_zh_feedback(tmp_path, case):
+    """The runner's texts stay nbval's English (the grader recognises them); a learner graded in
+    Chinese reads what each one means in Chinese, for the TODO it stopped and for every later one."""
+    from english_prose import CJK, english_prose
+
+    if case == "bytes from another process" and not sys.platform.startswith("linux"):
+        pytest.skip("the sender's credentials are Linux's")
+    sources, limit, kinds = OUTCOMES[case]
+    outcomes, _, _ = _run(tmp_path, sources, cell_timeout=limit)
+    failed = [o for o in outcomes.values() if o[0] == "failed"]
+    assert [cells.outcome_kind(m) for _, m in failed] == kinds, outcomes
+    for outcome in failed:
+        text = _zh_feedback(outcome)
+        graded = text.split("## snapshot", 1)[1]
+        assert CJK.search(graded) and [line for line in graded.splitlines() if english_prose(line)] == [], graded
+        assert not any(head in text for head in _english_heads()), text
+
+
+def test_a_kernel_that_never_starts_reads_in_chinese_in_zh_feedback(tmp_path, monkeypatch):
+    from english_prose import english_prose
+
+    monkeypatch.setattr(cells, "STARTUP_SECONDS", 1.0)
+    launcher = tmp_path / "never.py"
+    launcher.write_text("import time; time.sleep(30)\n")
+    outcome = run_cells([sys.executable, str(launcher)], ["1", "2"], NAME, 20.0, str(tmp_path))[_cell(1)]
+    assert cells.outcome_kind(outcome[1]) == "not started"
+    text = _zh_feedback(outcome)
+    assert [line for line in text.splitlines() if english_prose(line)] == [] and "评分内核没有启动" in text, text
+    assert not any(head in text for head in _english_heads()), text

@@ -299,3 +299,25 @@ def test_a_socket_folder_too_long_for_an_address_keeps_tcp(monkeypatch, tmp_path
         finally:
             plugin.pytest_sessionfinish()
         assert nbval.kernel.KernelManager is original and not Path(plugin.folder).exists()
+
+
+def test_a_release_warns_when_the_queues_cpu_table_no_longer_describes_a_notebook(tmp_path):
+    """`kvsched release` queues its notebooks by a fixed table of CPU seconds (NOTEBOOK_CPU_S): a new
+    long notebook, counted as short, would queue last and end the run on it. Its measured time,
+    far past the expected, is a warning naming the table; a time within the table's is none."""
+    import io
+
+    from kvsched_lab.grading.release.release_nbval import _Pool, _Progress
+
+    rels = ["notebooks/07_beat_lru_challenge.ipynb", "notebooks/11_new.ipynb", "notebooks/zh/11_new.ipynb"]
+    for rel in rels:
+        (tmp_path / rel).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / rel).write_text(json.dumps({"cells": [{"cell_type": "code", "metadata": {}, "source": "1"}]}))
+    pool = _Pool(tmp_path, tmp_path, tmp_path / "runs", rels, 10.0, 1, _Progress(len(rels), io.StringIO()))
+    for rel, cpu in zip(rels, (44.0, 31.5, 9.0)):  # 07 as slow as a loaded run makes it; 11 long; its twin short
+        pool._ended(rel, {"outcomes": {f"{rel}::Cell 0": ["passed", ""]}, "kernel_cpu": cpu - 0.5,
+                          "nbval_cpu": 0.5, "seconds": cpu})
+    warnings = {rel: pool.results[rel][1] for rel in rels}
+    assert warnings[rels[0]] == [] and warnings[rels[2]] == [], warnings
+    assert len(warnings[rels[1]]) == 1 and "31.5 s of CPU" in warnings[rels[1]][0] \
+        and "expected 5.0 s" in warnings[rels[1]][0] and "NOTEBOOK_CPU_S" in warnings[rels[1]][0], warnings

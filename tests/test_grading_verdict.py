@@ -626,3 +626,49 @@ def test_learner_text_in_feedback_is_bounded_and_cannot_close_its_block():
     assert bounded("c" * TEXT_CAP) == "c" * TEXT_CAP and bounded("c" * 301) == "c" * 297 + "..."
     assert bounded(12, limit=5) == "12" and bounded("abcdefgh", limit=5) == "ab..."
     assert bounded("\u200b\u2066\x7f\x1b\t") == "???? "  # one line: a tab is a space
+
+
+def _statuses():
+    """Real wait statuses: a process that called os._exit(7), one killed by SIGKILL, one by SIGXCPU, one by SIGTERM."""
+    import os
+    import signal
+
+    out = []
+    for how in ("exit", signal.SIGKILL, signal.SIGXCPU, signal.SIGTERM):
+        pid = os.fork()
+        if pid == 0:
+            if how == "exit":
+                os._exit(7)
+            os.kill(os.getpid(), how)
+            os._exit(1)
+        out.append(os.waitpid(pid, 0)[1])
+    return out
+
+
+@pytest.mark.skipif(not hasattr(__import__("os"), "fork"), reason="the harness forks")
+def test_the_harnesss_own_texts_read_in_chinese_in_zh_feedback(reference):
+    """How a case's process ended, why the rest were not run, what the file raised at import: the
+    harness writes these in English (the box's report); a learner graded in Chinese reads the
+    grader's own line for each, with only the learner's exception as data."""
+    from english_prose import CJK, english_prose
+
+    from kvsched_lab.grading.kernel import harness
+
+    graded = reference.graded["heap"]
+    for died in (harness._describe_exit(status) for status in _statuses()):
+        for stopped in (harness.BUDGET_USED, harness.IN_A_ROW.format(count=harness.STOP_AFTER_TIMEOUTS)):
+            result = _result(reference, "heap", stopped=stopped,
+                             note=harness.RAISED_AT_IMPORT.format(error="ValueError: the learner's words"))
+            result["cases"][str(graded[0])] = {"died": died}
+            del result["cases"][str(graded[1])]
+            lines = judge("heap", validate(json.dumps(result), len(reference.cases), "heap"), reference).lines
+            zh = "\n".join(line.render("zh") for line in lines)
+            assert CJK.search(zh) and [x for x in zh.splitlines() if english_prose(x)] == [], zh
+            for text in (died, stopped, "process", "at import", "in a row", "budget"):
+                assert text not in zh, (text, zh)
+            assert "` ValueError: the learner's words `" in zh  # the learner's text: data, a code span
+            en = [str(line) for line in lines]
+            assert any(line.startswith("1 case(s) ended the grading process: it ") for line in en), en
+    # A text the harness does not write stays data, as it came.
+    assert str(judge("heap", {"cases": {str(i): {"died": "odd words"} for i in graded}}, reference).lines[-1]) \
+        == f"{len(graded)} case(s) ended the grading process: ` odd words `."

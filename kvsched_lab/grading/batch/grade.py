@@ -37,8 +37,9 @@ from kvsched_lab.grading.release.release_build import WITHHELD_FILES
 from kvsched_lab.grading.batch.options import BatchOptions
 from kvsched_lab.grading.batch.stamp import Stamp
 from kvsched_lab.grading.judging.submissions import Submission
+from kvsched_lab.grading.judging.unfinished import why_unfinished
 from kvsched_lab.grading.judging.verdict import POINTS, Reference, TodoGrade, judge, validate
-from kvsched_lab.grading.learner.writers import atomic_write, bounded, csv_cell, encoded, feedback_file_name, fenced, inline
+from kvsched_lab.grading.learner.writers import atomic_write, bounded, csv_cell, encoded, feedback_file_name, inline
 from kvsched_lab.i18n.language import normalize
 from kvsched_lab.i18n.messages import Deferred
 from kvsched_lab.i18n.messages import Deferred as _  # feedback lines: rendered in --lang's language when written
@@ -119,17 +120,6 @@ def build_library(lib: Path) -> Path:
     return lib
 
 
-def _why_unfinished(outcome: Optional[tuple], no_report: bool, tail: str) -> str:
-    """Why a grading cell wrote no result, from nbval's report on it."""
-    if no_report:
-        return _("The grading run itself failed; its output ended with:\n\n{tail}", tail=fenced(tail[-1500:], 1500))
-    message = bounded(outcome[1]) if outcome else ""
-    if "Kernel dead" in message or "Timeout" in message or not outcome:
-        return _("The grading kernel died or stopped responding: code under test killed it, or it ran out of "
-                 "memory. TODOs graded after this one could not be graded either.")
-    return _("The grading cell failed: {message}", message=message)
-
-
 def _box_result(stdout: bytes) -> Optional[dict]:
     """The runner's result line from a sandbox's output (the last one), or None."""
     mark = RESULT_MARK.encode()
@@ -193,8 +183,8 @@ def grade_one(sub: Submission, ref: Reference, workdir: Path, lib: Path, uid: in
             g = judge(name, result, ref, options.reveal_expected)
             if result is None:
                 outcome = (outcomes or {}).get(f"grading.ipynb::Cell {k}")
-                g.lines.append(_why_unfinished(tuple(outcome) if isinstance(outcome, list) else None,
-                                               outcomes is None, tail))
+                g.lines.append(why_unfinished(tuple(outcome) if isinstance(outcome, list) else None,
+                                              outcomes is None, tail))
             else:
                 review += [r for r in result["review"] if r not in review]
                 if not result["by_harness"]:

@@ -24,6 +24,7 @@ from typing import Any, Dict, List, Optional
 import kvsched_lab
 from kvsched_lab.grading.kernel import observe
 from kvsched_lab.grading.kernel.audit import MAX_REVIEW_NOTES
+from kvsched_lab.grading.judging.box_texts import how_it_ended, import_note, why_stopped
 from kvsched_lab.grading.judging.cases import hidden_cases
 from kvsched_lab.grading.judging.compare import errors_in, first_mismatch
 from kvsched_lab.grading.judging.stubs import known_stubs
@@ -212,12 +213,12 @@ def judge(todo: str, result: Optional[dict], ref: Reference, reveal: bool = Fals
         g.lines.append(_("{count} case(s) ran out of time (an infinite loop, or far too slow).",
                          count=problems["timeout"]))
     if problems["died"]:
-        g.lines.append(_("{count} case(s) ended the grading process: {how}.", count=problems["died"], how=inline(died_how)))
+        g.lines.append(_("{count} case(s) ended the grading process: {how}.", count=problems["died"], how=how_it_ended(died_how)))
     if problems["big"]:
         g.lines.append(_("{count} case(s) produced far too much data to compare.", count=problems["big"]))
     if problems["not run"]:
         g.lines.append(_("{count} case(s) were not run ({why}).", count=problems["not run"],
-                         why=inline(result["stopped"]) if "stopped" in result else _("the cell stopped")))
+                         why=why_stopped(result["stopped"]) if "stopped" in result else _("the cell stopped")))
     if errors:
         g.lines.append(_("{count} case(s) raised an exception; the first: {error}", count=len(errors),
                          error=inline(errors[0])))
@@ -225,7 +226,7 @@ def judge(todo: str, result: Optional[dict], ref: Reference, reveal: bool = Fals
         first.reveal = reveal
         g.lines.append(_("First difference from the reference:\n\n{difference}", difference=fenced(first.text())))
     if result.get("note"):
-        g.lines.append(_("Note: {note}.", note=inline(result["note"])))
+        g.lines.append(_("Note: {note}.", note=import_note(result["note"])))
     if result.get("out"):
         g.lines.append(_("Your code printed {count} characters while graded (output is discarded); it began:\n\n{head}",
                          count=result["out"], head=fenced(result.get("head", "")[:300])))

@@ -133,6 +133,22 @@ WHY = {"timeout": "Timeout of {limit:g} seconds exceeded while executing cell",
        "eof": "Kernel dead while executing the cell", "flood": f"more than {REPLY_CAP} bytes of replies",
        "forged": "bytes on the runner's socket from a process other than the kernel",
        "garbled": "a reply the runner did not write"}
+NOT_STARTED = f"{DEAD}: it did not start"
+
+
+def outcome_kind(message: str) -> str:
+    """Which of the runner's outcomes a failed cell's `message` reports: "failed" (the cell raised),
+    "not started", "dead" (an earlier cell ended the kernel), a `WHY` key, or "" (no message of the runner's).
+
+    The messages stay nbval's English, the form the box reports; the grader explains each kind to a
+    learner in their language (judging/unfinished.py)."""
+    if message == FAILED:
+        return "failed"
+    if message.startswith(NOT_STARTED):
+        return "not started"
+    if message == DEAD:
+        return "dead"
+    return next((kind for kind, why in WHY.items() if message.startswith(why.split("{")[0])), "")
 
 
 def run_cells(kernel: List[str], sources: List[str], name: str, cell_timeout: float, cwd: str) -> Dict[str, List[str]]:
@@ -149,7 +165,7 @@ def run_cells(kernel: List[str], sources: List[str], name: str, cell_timeout: fl
     try:
         how, line = replies.line(time.monotonic() + STARTUP_SECONDS)
         if how != "ok" or line != b'{"ready": true}':
-            dead = f"{DEAD}: it did not start ({how}; {_end(proc)})"
+            dead = f"{NOT_STARTED} ({how}; {_end(proc)})"
         for k, source in enumerate(sources):
             node = f"{name}::Cell {k}"
             if dead:

@@ -40,6 +40,14 @@ STOP_AFTER_TIMEOUTS = 3  # consecutive timed-out cases before the rest are not r
 # Wall seconds allowed per CPU second of a limit: code that sleeps or blocks uses no CPU, and is
 # ended by this backstop instead; 10 leaves room for a process given a tenth of a core.
 WALL_PER_CPU = 10
+# The harness's own texts in a result, in English (the box's report); the grader reads each back by
+# its template and writes the learner its own line, in the feedback's language (judging/box_texts.py).
+KILLED = "the process was killed by {signal}{hint}"
+KILL_HINTS = {"SIGKILL": " (out of memory?)", "SIGXCPU": " (CPU time limit)"}
+EXITED = "the process exited with status {status} (os._exit or a crash)"
+BUDGET_USED = "time budget used up"
+IN_A_ROW = "{count} cases in a row timed out"
+RAISED_AT_IMPORT = "the file raised {error} at import, after defining the class"
 _TICK = os.sysconf("SC_CLK_TCK") if hasattr(os, "sysconf") else 100
 # What the parent reports about the results channel itself, whatever the child's audit says.
 CHANNEL_GAP = "tampered with the results channel: lines lost or repeated (closed, redirected, or shared by a fork)"
@@ -127,7 +135,7 @@ def load_learner(todo: str, kind: str, source: str) -> Any:
         except BaseException as e:  # the class may be defined before a failing top-level test
             if not isinstance(ns.get("KVCacheSchedulerSim"), type):
                 raise
-            _CFG["note"] = f"the file raised {error_text(e)} at import, after defining the class"
+            _CFG["note"] = RAISED_AT_IMPORT.format(error=error_text(e))
         cls = ns.get("KVCacheSchedulerSim")
         if not isinstance(cls, type):
             classes = sorted(k for k, v in ns.items() if isinstance(v, type) and not k.startswith("_"))
@@ -192,9 +200,8 @@ def _describe_exit(status: int) -> str:
             name = signal.Signals(sig).name
         except ValueError:
             name = str(sig)
-        hint = {"SIGKILL": " (out of memory?)", "SIGXCPU": " (CPU time limit)"}.get(name, "")
-        return f"the process was killed by {name}{hint}"
-    return f"the process exited with status {os.WEXITSTATUS(status)} (os._exit or a crash)"
+        return KILLED.format(signal=name, hint=KILL_HINTS.get(name, ""))
+    return EXITED.format(status=os.WEXITSTATUS(status))
 
 
 def _kill(pid: int) -> None:
@@ -342,8 +349,7 @@ def grade_todo(todo: str) -> None:
     i, timeouts = 0, 0
     while i < n:
         if clock.over() or timeouts >= STOP_AFTER_TIMEOUTS:
-            result["stopped"] = "time budget used up" if clock.over() else \
-                f"{STOP_AFTER_TIMEOUTS} cases in a row timed out"
+            result["stopped"] = BUDGET_USED if clock.over() else IN_A_ROW.format(count=STOP_AFTER_TIMEOUTS)
             break
         nxt = _run_child(todo, kind, source, i, clock, result)
         last = result["cases"].get(str(nxt - 1), {})

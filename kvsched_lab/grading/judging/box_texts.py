@@ -1,0 +1,63 @@
+"""The harness's own English texts in a TODO's result, read back into the grader's feedback lines.
+
+harness.py writes a few texts of its own into a result: how a case's process ended (`KILLED`,
+`EXITED`), why the rest of the cases were not run (`BUDGET_USED`, `IN_A_ROW`), what the file raised
+at import (`RAISED_AT_IMPORT`). They are the box's report, in English. The grader reads each back by
+the template it was written from and gives the learner a line of its own, a `Deferred` rendered in
+the feedback's language; what the learner's code controls in one (an exception's text) stays data,
+in a code span. A text of no template (a result the harness did not write) is shown as data too.
+"""
+from __future__ import annotations
+
+import re
+from typing import Dict, Optional
+
+from kvsched_lab.grading.kernel.harness import BUDGET_USED, EXITED, IN_A_ROW, KILL_HINTS, KILLED, RAISED_AT_IMPORT
+from kvsched_lab.grading.learner.writers import inline
+from kvsched_lab.i18n.messages import Deferred as _  # feedback lines: rendered in --lang's language when written
+
+# What a field of a template may hold where "anything" would be ambiguous.
+FIELD_PATTERNS = {"signal": r"\S+", "status": r"\d+", "count": r"\d+"}
+
+
+def fields(template: str, text: str) -> Optional[Dict[str, str]]:
+    """The fields `text` fills `template` with (its ``str.format`` names), None when `text` is not of it."""
+    parts = re.split(r"\{(\w+)\}", template)
+    pattern = "".join(re.escape(part) if i % 2 == 0 else f"(?P<{part}>{FIELD_PATTERNS.get(part, '.*')})"
+                      for i, part in enumerate(parts))
+    found = re.fullmatch(pattern, text, flags=re.S)
+    return found.groupdict() if found else None
+
+
+def how_it_ended(text: str) -> str:
+    """How a case's process ended (a result's ``died``)."""
+    killed = fields(KILLED, text)
+    if killed is not None and killed["hint"] in ("", *KILL_HINTS.values()):
+        signal = inline(killed["signal"])
+        if killed["hint"] == KILL_HINTS["SIGKILL"]:
+            return _("it was killed by {signal} (out of memory?)", signal=signal)
+        if killed["hint"] == KILL_HINTS["SIGXCPU"]:
+            return _("it was killed by {signal} (its CPU time limit)", signal=signal)
+        return _("it was killed by {signal}", signal=signal)
+    exited = fields(EXITED, text)
+    if exited is not None:
+        return _("it exited with status {status} (`os._exit`, or a crash)", status=exited["status"])
+    return inline(text)
+
+
+def why_stopped(text: str) -> str:
+    """Why the rest of a TODO's cases were not run (a result's ``stopped``)."""
+    if text == BUDGET_USED:
+        return _("the TODO's time budget was used up")
+    in_a_row = fields(IN_A_ROW, text)
+    if in_a_row is not None:
+        return _("{count} cases in a row ran out of time", count=in_a_row["count"])
+    return inline(text)
+
+
+def import_note(text: str) -> str:
+    """A note on the learner's file (a result's ``note``)."""
+    raised = fields(RAISED_AT_IMPORT, text)
+    if raised is not None:
+        return _("the file raised {error} at import, after defining the class", error=inline(raised["error"]))
+    return inline(text)

@@ -175,3 +175,21 @@ def test_a_draw_equal_to_w_lru_picks_lfus_block(by_hook):
     run(policy, [["h"], ["h"], ["n1"], ["n2"]], 1)
     assert list(policy.log)[-2:] == ["evict:n1", "add:n2"]
     assert list(policy.ghost_lfu) == ["n1"] and policy.draw() == 0.82  # one draw was made: the next is the second
+
+
+@pytest.mark.parametrize("name", ["lecar", "lecar-prefix"])
+def test_a_ghost_of_another_size_sends_the_replay_touch_by_touch(name):
+    """The fast loop counts a ghost's bytes as its length times the replay's size, so one ghost
+    of another size must send the replay to the hooks, even when every cached block has the
+    replay's size: the ghosts' bytes and the trims are then the hooks'."""
+    fast, slow = make_policy(name, 8), make_policy(name, 8)
+    for policy in (fast, slow):
+        for key in ["h", "h", "a", "b", "c", "d", "e", "f", "g", "i", "j"]:
+            policy.touch(key, 1)
+        for key in ["x", "y", "z", "w"]:
+            policy.touch(key, 2)
+    assert set(fast.entries.values()) == {2} and {b for b, _ in fast.ghost_lfu.values()} == {1}
+    lists = [["a", "p"], ["q", "r", "s"], ["b", "t", "u"]]
+    assert fast.replay_requests(lists, 2) == replay_by_touch(slow, lists, 2)
+    assert full_state(fast) == full_state(slow)
+    assert fast.ghost_lfu_bytes + fast.ghost_lru_bytes != 2 * (len(fast.ghost_lfu) + len(fast.ghost_lru))

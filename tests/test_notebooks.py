@@ -176,18 +176,30 @@ class Run:
                f"--nbval-cell-timeout={CELL_TIMEOUT_S}", "-p", "no:cacheprovider", "-q",
                "-c", str(folder / "pytest.ini"), "--rootdir", str(folder), *self.names]
         self.start = time.perf_counter()
-        self.proc = subprocess.Popen(cmd, cwd=folder, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-                                     text=True)
+        # The output goes to a file, not a pipe: `wait_all` polls the runs, and a pipe nobody reads
+        # would stall a run that prints more than the pipe holds.
+        with (folder / "nbval.log").open("w") as log:
+            self.proc = subprocess.Popen(cmd, cwd=folder, env=env, stdout=log, stderr=subprocess.STDOUT, text=True)
         self.output = ""
-        self.wall = 0.0
+        self.wall = self.cpu = 0.0
+        self.returncode = None
 
-    def wait(self):
-        # Only a hung run should end here: each cell has its own limit (CELL_TIMEOUT_S), and on a loaded
-        # machine the filled run once took past 600 s, which failed the whole fixture.
-        self.output, _ = self.proc.communicate(timeout=RUN_TIMEOUT_S)
+    def poll(self) -> bool:
+        """True once the run has ended; then `wall` is its own wall time, `cpu` the user + system
+        seconds of its whole process tree (pytest and every kernel it reaped), `returncode` its status."""
+        pid, status, usage = os.wait4(self.proc.pid, os.WNOHANG)
+        if pid == 0:
+            return False
         self.wall = time.perf_counter() - self.start
+        self.cpu = usage.ru_utime + usage.ru_stime
+        self.returncode = self.proc.returncode = os.waitstatus_to_exitcode(status)  # reaped here, not by Popen
+        self.output = (self.folder / "nbval.log").read_text()
         results = self.folder / "nbval_results.jsonl"
         self.records = [json.loads(l) for l in results.read_text().splitlines()] if results.exists() else []
+        return True
+
+    def wait(self):
+        wait_all([self])
         return self
 
     def failed_cells(self):
@@ -218,6 +230,22 @@ class Run:
         return dict(out)
 
 
+def wait_all(runs, poll_s: float = 0.2):
+    """Wait for every run, noting each one's end as it comes (before: the runs were waited for in
+    turn, so a run that ended first was timed as ending with the one before it, and the printed
+    balance between the three was wrong). Only a hung run should stop here: each cell has its own
+    limit (CELL_TIMEOUT_S), and on a loaded machine the filled run once took past 600 s."""
+    pending = list(runs)
+    while pending:
+        pending = [r for r in pending if not r.poll()]
+        if pending and max(time.perf_counter() - r.start for r in pending) > RUN_TIMEOUT_S:
+            for r in pending:
+                r.proc.kill()
+                r.proc.wait()
+            raise TimeoutError(f"nbval runs past {RUN_TIMEOUT_S} s: {[r.folder.name for r in pending]}")
+        time.sleep(poll_s if pending else 0)
+
+
 @pytest.fixture(scope="module")
 def runs(tmp_path_factory, replay_cache):
     base = tmp_path_factory.mktemp("nbval")
@@ -239,12 +267,12 @@ def runs(tmp_path_factory, replay_cache):
     started = {"filled": Run(base / "filled", filled(nbs), log_figures=True, replay_cache=replay_cache),
                "filled_zh": Run(base / "filled_zh", filled(zh), log_figures=True, replay_cache=replay_cache),
                "stub": Run(base / "stub", {**stubs, **pasted}, replay_cache=replay_cache)}
-    done = {k: r.wait() for k, r in started.items()}
-    for k, r in done.items():
-        print(f"nbval {k}: {len(r.names)} notebooks in {r.wall:.1f} s")
+    wait_all(started.values())
+    for k, r in started.items():
+        print(f"nbval {k}: {len(r.names)} notebooks in {r.wall:.1f} s wall, {r.cpu:.1f} CPU s")
         for nb, secs in sorted(r.seconds_per_notebook().items()):
             print(f"    {nb}: {secs:.1f} s")
-    return done
+    return started
 
 
 def _check_cell_indices(nb, kind="check"):
@@ -267,22 +295,28 @@ def _graded_check_cells(nb):
 # --------------------------------------------------------------------------- executed
 
 
-def test_the_runs_kernels_use_unix_sockets(tmp_path):
+def test_the_runs_kernels_use_unix_sockets_and_each_run_is_timed_alone(tmp_path):
     """Before: three runs side by side started kernels on TCP ports, and one died on a port another
-    run had taken ("Kernel died before replying to kernel_info", a CI failure)."""
+    run had taken ("Kernel died before replying to kernel_info", a CI failure). Two runs side by
+    side here, the slower one (4 s more) waited for first: each is timed to its own end (before,
+    the quick one was timed as ending with the slow one)."""
     import nbformat
 
-    nb = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell(
-        "import json\nfrom ipykernel import get_connection_info\n"
-        "assert json.loads(get_connection_info())['transport'] == 'ipc'")])
-    run = Run(tmp_path / "run", {"transport.ipynb": nb}).wait()
-    assert run.proc.returncode == 0 and not run.failed_cells(), run.output[-2000:]
+    transport = ("import json\nfrom ipykernel import get_connection_info\n"
+                 "assert json.loads(get_connection_info())['transport'] == 'ipc'")
+    slow = Run(tmp_path / "slow", {"slow.ipynb": nbformat.v4.new_notebook(cells=[
+        nbformat.v4.new_code_cell(transport), nbformat.v4.new_code_cell("import time\ntime.sleep(4)")])})
+    quick = Run(tmp_path / "quick", {"quick.ipynb": nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell(transport)])})
+    wait_all([slow, quick])
+    for run in (slow, quick):
+        assert run.returncode == 0 and not run.failed_cells(), run.output[-2000:]
+    assert quick.wall < slow.wall - 1, (quick.wall, slow.wall)
 
 
 @pytest.mark.parametrize("edition", ["filled", "filled_zh"])
 def test_filled_notebooks_pass_every_cell(runs, edition):
     run = runs[edition]
-    assert run.proc.returncode == 0 and not run.failed_cells(), run.output[-6000:]
+    assert run.returncode == 0 and not run.failed_cells(), run.output[-6000:]
     ran = {r["nodeid"].partition("::")[0] for r in run.records}
     assert ran == set(run.names), "some notebook did not run"
 

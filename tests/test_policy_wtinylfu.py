@@ -110,3 +110,23 @@ def test_many_small_replays_and_odd_keys_equal_the_hook_path(monkeypatch, per_ca
     assert got == replay_by_touch(slow, lists, 1)
     assert state(fast) == state(slow)
     assert exact_reads
+
+
+def test_the_hook_paths_add_counts_a_repeated_position_twice():
+    """`add` counts each of a key's positions, a position the key has twice counted twice (as
+    libCacheSim increments all of them), and `estimate` is the smallest; halving floors them.
+    A small sketch (20 counters) gives keys repeated positions; one fancy-indexed ``+=`` would not."""
+    sketch = CountingBloomFilter(1)
+    keys = [k for k in range(40) if len(set(sketch.slots(k))) < sketch.hashes][:3]
+    assert keys
+    expected = [0] * sketch.num_counters
+    for key in keys + keys[:1]:
+        sketch.add(key)
+        for i in sketch.slots(key):
+            expected[i] += 1
+    assert sketch.counters.tolist() == expected and max(expected) >= 2
+    for key in keys:
+        assert sketch.estimate(key) == min(expected[i] for i in sketch.slots(key))
+        assert type(sketch.estimate(key)) is int
+    sketch.decay()
+    assert sketch.counters.tolist() == [c >> 1 for c in expected]

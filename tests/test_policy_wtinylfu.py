@@ -65,14 +65,20 @@ def test_after_mixed_sizes_the_replay_goes_touch_by_touch():
     assert state(fast) == state(slow)
 
 
-def test_an_unhashable_id_raises_after_the_requests_before_it():
+@pytest.mark.parametrize("lead, capacity", [("uncached", 200), ("cached", 200), ("uncached", 50)])
+def test_an_unhashable_id_raises_after_the_requests_before_it(lead, capacity):
     """The sketch learns every id before the loop; a bad one is still refused where the loop meets
-    it (counting its request's prefix hits), the requests before it replayed."""
-    policy, slow = make_policy("wtinylfu", 200), make_policy("wtinylfu", 200)
+    it, the requests before it replayed and counted, its own touch not (as `touch` refuses it): at
+    its access (its request's leading id not cached; at 50 blocks, where nothing fits, too), or in
+    its request's prefix hits (the leading id cached, so the hits look at it)."""
+    policy, slow = make_policy("wtinylfu", capacity), make_policy("wtinylfu", capacity)
     before = hot_cold_requests(2, 200, 100)
+    first = before[-1][-1] if lead == "cached" else -7
     with pytest.raises(TypeError):
-        policy.replay_requests(before + [[1, ["unhashable"], 2]], 1)
+        policy.replay_requests(before + [[first, ["unhashable"], 2]], 1)
     replay_by_touch(slow, before, 1)
+    if lead == "uncached":
+        slow.touch(first, 1)
     assert state(policy) == state(slow) and policy.time > 0
 
 

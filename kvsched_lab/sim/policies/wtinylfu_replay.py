@@ -173,7 +173,7 @@ def _loop(policy: Any, lists: Sequence[Sequence[Hashable]], b: int, counts: _Cou
     stop = first
     a = first - 1  # the access being replayed
     out: List[int] = []
-    r = 0
+    r = 0  # the request being replayed (the except clause reads its start)
     contains = entries.__contains__
     try:
         for r, ids in enumerate(lists):

@@ -65,14 +65,20 @@ def test_after_mixed_sizes_the_replay_goes_touch_by_touch():
     assert state(fast) == state(slow)
 
 
-def test_an_unhashable_id_raises_after_the_requests_before_it():
+@pytest.mark.parametrize("lead, capacity", [("uncached", 200), ("cached", 200), ("uncached", 50)])
+def test_an_unhashable_id_raises_after_the_requests_before_it(lead, capacity):
     """The sketch learns every id before the loop; a bad one is still refused where the loop meets
-    it (counting its request's prefix hits), the requests before it replayed."""
-    policy, slow = make_policy("wtinylfu", 200), make_policy("wtinylfu", 200)
+    it, the requests before it replayed and counted, its own touch not (as `touch` refuses it): at
+    its access (its request's leading id not cached; at 50 blocks, where nothing fits, too), or in
+    its request's prefix hits (the leading id cached, so the hits look at it)."""
+    policy, slow = make_policy("wtinylfu", capacity), make_policy("wtinylfu", capacity)
     before = hot_cold_requests(2, 200, 100)
+    first = before[-1][-1] if lead == "cached" else -7
     with pytest.raises(TypeError):
-        policy.replay_requests(before + [[1, ["unhashable"], 2]], 1)
+        policy.replay_requests(before + [[first, ["unhashable"], 2]], 1)
     replay_by_touch(slow, before, 1)
+    if lead == "uncached":
+        slow.touch(first, 1)
     assert state(policy) == state(slow) and policy.time > 0
 
 
@@ -110,3 +116,23 @@ def test_many_small_replays_and_odd_keys_equal_the_hook_path(monkeypatch, per_ca
     assert got == replay_by_touch(slow, lists, 1)
     assert state(fast) == state(slow)
     assert exact_reads
+
+
+def test_the_hook_paths_add_counts_a_repeated_position_twice():
+    """`add` counts each of a key's positions, a position the key has twice counted twice (as
+    libCacheSim increments all of them), and `estimate` is the smallest; halving floors them.
+    A small sketch (20 counters) gives keys repeated positions; one fancy-indexed ``+=`` would not."""
+    sketch = CountingBloomFilter(1)
+    keys = [k for k in range(40) if len(set(sketch.slots(k))) < sketch.hashes][:3]
+    assert keys
+    expected = [0] * sketch.num_counters
+    for key in keys + keys[:1]:
+        sketch.add(key)
+        for i in sketch.slots(key):
+            expected[i] += 1
+    assert sketch.counters.tolist() == expected and max(expected) >= 2
+    for key in keys:
+        assert sketch.estimate(key) == min(expected[i] for i in sketch.slots(key))
+        assert type(sketch.estimate(key)) is int
+    sketch.decay()
+    assert sketch.counters.tolist() == [c >> 1 for c in expected]

@@ -119,11 +119,15 @@ class CountingBloomFilter:
         # uint32 sums and products wrap modulo 2**32, as libCacheSim's unsigned ints do
         return ((a[:, None] + steps * b[:, None]) % np.uint32(self.num_counters)).astype(np.intp)
 
+    # One key's ten counters are read and written through a memoryview of the array: its items
+    # are Python ints, about twice as fast as numpy's per-call `add.at` or fancy indexing on ten.
     def add(self, key: Hashable) -> None:
-        np.add.at(self.counters, self.slots(key), 1)  # a position twice is counted twice
+        cells = memoryview(self.counters)
+        for i in self.slots(key):  # one at a time: a position twice is counted twice
+            cells[i] += 1
 
     def estimate(self, key: Hashable) -> int:
-        return int(self.counters[self.slots(key)].min())
+        return min(map(memoryview(self.counters).__getitem__, self.slots(key)))
 
     def decay(self) -> None:
         """Halve every counter (integer halving, as libCacheSim's shift)."""

@@ -3,10 +3,13 @@ with the sketch's counting done in numpy, a stretch of requests at a time.
 
 Counting was most of the time: every miss counts two keys (at its insertion and at its window
 exit), ten counters each, and comparing reads twenty more. But the comparison of rule 4 needs
-the counts only where they could change its outcome, so this loop counts nothing itself. It
-notes which access each count belongs to (``pending``), and numpy adds the notes to the counters
-(``counters``, exact up to the last ``flush``) at the start of each *chunk* of requests, before a
-comparison that bounds cannot decide, at a halving and at the end.
+the counts only where they could change its outcome, so this loop counts nothing itself. Every
+access but a window hit counts its own key once (at its insertion, or its hit in main), so the
+loop notes only the exceptions: the window hits (``uncounted``) and the window exits, each a
+count of the access that inserted the block (``pending``). numpy adds a stretch of accesses' own
+counts and the notes to the counters (``counters``, exact up to the last ``flush``) at the start
+of each *chunk* of requests, before a comparison that bounds cannot decide, at a halving and at
+the end.
 
 Bounds, for the comparison of the window's oldest block *w* with main's victim *m*:
 
@@ -55,33 +58,39 @@ class _Counts:
     ``upper``/``lower`` are lists indexed by access; ``main_access`` maps a key in main to an
     access of it (its positions), where it has one."""
 
-    def __init__(self, sketch: Any, positions: np.ndarray) -> None:
+    def __init__(self, sketch: Any, positions: np.ndarray, first: int) -> None:
         self.sketch = sketch
         self.counters = sketch.counters  # added to in place: the sketch stays true after a flush
         self.positions = positions
-        self.pending: List[int] = []  # accesses whose key is counted once more, in order
+        self.counted = first  # the replay's accesses before it have their own count in the counters
+        self.pending: List[int] = []  # window exits: accesses whose key is counted once more
+        self.uncounted: List[int] = []  # window hits: accesses after `counted` that count nothing
         self.upper: List[int] = [0] * len(positions)
         self.lower: List[int] = [0] * len(positions)
         self.ceiling = self.counters  # per counter, at least its value anywhere in the chunk
         self.main_access: Dict[Hashable, int] = {}
 
-    def flush(self) -> None:
-        if self.pending:
-            # add.at, not fancy +=: a key may have a position twice, and two keys may share one
-            np.add.at(self.counters, self.positions[np.array(self.pending, dtype=np.intp)], 1)
-            self.pending.clear()
+    def flush(self, upto: int) -> None:
+        """Count the accesses before `upto` and the notes (`upto` is at least `counted`)."""
+        # add.at, not fancy +=: a key may have a position twice, and two keys may share one
+        np.add.at(self.counters, self.positions[self.counted:upto], 1)
+        self.counted = upto
+        for notes, step in ((self.pending, 1), (self.uncounted, -1)):
+            if notes:
+                np.add.at(self.counters, self.positions[np.array(notes, dtype=np.intp)], step)
+                notes.clear()
 
     def exact(self, row: np.ndarray) -> int:
         """The count of the key at positions `row` now (flush first)."""
         return int(self.counters[row].min())
 
-    def halve(self) -> None:
-        self.flush()
+    def halve(self, upto: int) -> None:
+        self.flush(upto)
         self.sketch.decay()
 
     def chunk(self, start: int, stop: int, window_accesses: List[int]) -> None:
         """Bounds for the chunk of accesses ``start:stop``, the window holding `window_accesses`."""
-        self.flush()
+        self.flush(start)
         own = self.positions[start:stop]
         waiting = self.positions[window_accesses]
         ceiling = self.counters.copy()
@@ -113,7 +122,7 @@ class _Counts:
 
 def replay_one_size(policy: Any, hash_id_lists: Iterable[Sequence[Hashable]], bytes_: int) -> List[int]:
     """`WTinyLFUPolicy.replay_requests` for `policy` (a `WTinyLFUPolicy`), every block `bytes_` bytes."""
-    if any(size != bytes_ for size in policy.entries.values()):  # mixed sizes: touch by touch
+    if set(policy.entries.values()) - {bytes_}:  # mixed sizes: touch by touch (a set: one C pass)
         return Policy._replay(policy, hash_id_lists, bytes_)
     lists = hash_id_lists if isinstance(hash_id_lists, (list, tuple)) else list(hash_id_lists)
     if bytes_ > policy.window_bytes_max or bytes_ > policy.probation_max:  # rule 1: nothing fits
@@ -121,14 +130,13 @@ def replay_one_size(policy: Any, hash_id_lists: Iterable[Sequence[Hashable]], by
     window = policy.window
     # main's blocks are hashed only as far as its next victims are likely to go (the rest: `main_row`)
     before = [*window, *islice(policy.probation, 8 * VICTIMS_AHEAD), *islice(policy.protected, VICTIMS_AHEAD)]
-    counts = _Counts(policy.sketch, policy.sketch.positions(before + [k for ids in lists for k in ids]))
+    counts = _Counts(policy.sketch, policy.sketch.positions(before + [k for ids in lists for k in ids]), len(before))
     counts.main_access.update(zip(before[len(window):], range(len(window), len(before))))
     for a, k in enumerate(before[:len(window)]):
         window[k] = a  # the access that inserted it, while the loop runs
     try:
         return _loop(policy, lists, bytes_, counts, len(before))
     finally:  # keep the state true even if the replay is interrupted
-        counts.flush()
         for k in window:
             window[k] = bytes_
 
@@ -139,8 +147,8 @@ def _replay_skipping(policy: Any, lists: Sequence[Sequence[Hashable]]) -> List[i
     for ids in lists:
         out.append(prefix_hits(entries.__contains__, ids))
         for key in ids:
+            hash(key)  # a TypeError for an unhashable id, before its touch counts (as `touch` refuses it)
             policy.time += 1
-            hash(key)  # a TypeError for an unhashable id, after its touch is counted (as in `_loop`)
             emit((skip, key))
     return out
 
@@ -156,7 +164,8 @@ def _loop(policy: Any, lists: Sequence[Sequence[Hashable]], b: int, counts: _Cou
     cur, hits, time0 = policy.current_bytes, policy.hits, policy.time
     win_bytes, prob_bytes, prot_bytes = policy.window_bytes, policy.probation_bytes, policy.protected_bytes
     main_hits, decay_every = policy.main_hits, policy.decay_every
-    pend, upper, lower, main_access = counts.pending.append, counts.upper, counts.lower, counts.main_access
+    pend, uncount, upper, lower = counts.pending.append, counts.uncounted.append, counts.upper, counts.lower
+    main_access = counts.main_access
     starts = list(accumulate((len(ids) for ids in lists), initial=first))
     m = floor_key = None  # main's victim (None: look again), and the key `floor` is a count of
     floor = m_ceiling = 0
@@ -164,6 +173,7 @@ def _loop(policy: Any, lists: Sequence[Sequence[Hashable]], b: int, counts: _Cou
     stop = first
     a = first - 1  # the access being replayed
     out: List[int] = []
+    r = 0  # the request being replayed (the except clause reads its start)
     contains = entries.__contains__
     try:
         for r, ids in enumerate(lists):
@@ -179,6 +189,7 @@ def _loop(policy: Any, lists: Sequence[Sequence[Hashable]], b: int, counts: _Cou
                     hits += 1
                     if key in window:  # a window hit is not counted
                         win_move(key)
+                        uncount(a)
                         emit((reuse, key))
                         continue
                     m = None  # main's order changes
@@ -199,11 +210,10 @@ def _loop(policy: Any, lists: Sequence[Sequence[Hashable]], b: int, counts: _Cou
                                 del entries[old]
                                 cur -= b
                                 emit((evict, old))
-                    pend(a)
                     main_hits += 1
                     if main_hits >= decay_every:  # rare: halve, then bound the rest of the chunk again
                         main_hits = 0
-                        counts.halve()
+                        counts.halve(a + 1)
                         counts.chunk(a + 1, stop, list(window.values()))
                         victims, floor_key = {}, None
                     emit((reuse, key))
@@ -245,7 +255,7 @@ def _loop(policy: Any, lists: Sequence[Sequence[Hashable]], b: int, counts: _Cou
                     elif lower[wa] > m_ceiling:  # w's count is above m's
                         admitted = True
                     else:  # the bounds overlap: the exact counts
-                        counts.flush()
+                        counts.flush(a)  # `key`'s own count comes after
                         floor = counts.exact(counts.main_row(m))
                         admitted = counts.exact(counts.positions[wa]) > floor
                     pend(wa)  # w's exit is counted after the comparison
@@ -270,8 +280,11 @@ def _loop(policy: Any, lists: Sequence[Sequence[Hashable]], b: int, counts: _Cou
                     emit((add, key))
                 window[key] = a
                 entries[key] = b
-                pend(a)
-    finally:  # keep the state true even if the replay is interrupted
+    except BaseException:  # an unhashable id raises at its access, before that access counts (as
+        a = max(a, starts[r]) - 1  # `touch` refuses it), or in its request's prefix hits, after the last
+        raise
+    finally:  # keep the state true even if the replay is interrupted (`a`: the last access replayed)
+        counts.flush(a + 1)
         policy.current_bytes, policy.hits, policy.time = cur, hits, time0 + a + 1 - first
         policy.window_bytes, policy.probation_bytes, policy.protected_bytes = win_bytes, prob_bytes, prot_bytes
         policy.main_hits = main_hits

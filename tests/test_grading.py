@@ -722,11 +722,22 @@ def test_release_worker_skips_into_another_folder(tmp_path):
     properly": notebooks/zh was still set up), so 00's first cell failed unrun."""
     from kvsched_lab.grading.release.release_nbval import nbval_only_checks_fail
 
-    bundle = _bundle_with(tmp_path, {"notebooks/zh/07_first.ipynb": [("import time\ntime.sleep(5)", [])],
-                                     "notebooks/zh/09_taken.ipynb": [("import time\ntime.sleep(8)", [])],
-                                     "notebooks/00_after.ipynb": [("x = 1", []), ("assert x == 1", [])]})
+    # Events, not sleeps, order the two workers: zh/07 waits until zh/09 has started (so 09 is taken
+    # when 07 ends), and zh/09 until 00 has run (so only 07's worker can take 00).
+    seen = tmp_path / "seen"
+    seen.mkdir()
+    mark = (f"import os, pathlib, time\nhere = pathlib.Path({str(seen)!r})\n"
+            "(here / NAME).write_text(str(os.getppid()))\n")
+    wait = "deadline = time.monotonic() + 50\nwhile not (here / OTHER).exists() and time.monotonic() < deadline:\n" \
+           "    time.sleep(0.05)\nassert (here / OTHER).exists(), 'the other worker never got there'"
+    bundle = _bundle_with(tmp_path, {
+        "notebooks/zh/07_first.ipynb": [((mark + wait).replace("NAME", "'07'").replace("OTHER", "'09'"), [])],
+        "notebooks/zh/09_taken.ipynb": [((mark + wait).replace("NAME", "'09'").replace("OTHER", "'00'"), [])],
+        "notebooks/00_after.ipynb": [(mark.replace("NAME", "'00'") + "x = 1", []), ("assert x == 1", [])]})
     progress = io.StringIO()
     assert nbval_only_checks_fail(bundle, cell_timeout=60, jobs=2, stream=progress) == ([], []), progress.getvalue()
+    worker = {p.name: p.read_text() for p in seen.iterdir()}
+    assert worker["00"] == worker["07"] != worker["09"], "07's worker skipped 09 and ran 00"
 
 
 def test_release_stops_a_notebook_past_its_time_and_runs_the_rest(tmp_path, monkeypatch):
@@ -734,12 +745,13 @@ def test_release_stops_a_notebook_past_its_time_and_runs_the_rest(tmp_path, monk
     worker and named; a new worker runs the notebooks still queued."""
     from kvsched_lab.grading.release import release_nbval
 
-    monkeypatch.setattr(release_nbval, "KERNEL_START_S", 15.0)  # with 2 s cells: 23 s for a notebook
-    bundle = _bundle_with(tmp_path, {"notebooks/06_slow.ipynb": [("import time\ntime.sleep(0.5)", [])] * 50,
+    # With 2 s cells: 16 s for a notebook (the slow one needs 20 s), still room for the quick one's kernel.
+    monkeypatch.setattr(release_nbval, "KERNEL_START_S", 8.0)
+    bundle = _bundle_with(tmp_path, {"notebooks/06_slow.ipynb": [("import time\ntime.sleep(0.5)", [])] * 40,
                                      "notebooks/zh/06_slow.ipynb": [("x = 1", [])]})
     progress = io.StringIO()
     problems, _ = release_nbval.nbval_only_checks_fail(bundle, cell_timeout=2, jobs=1, stream=progress)
-    assert len(problems) == 1 and problems[0].startswith("nbval did not finish notebooks/06_slow.ipynb within 23 s"), \
+    assert len(problems) == 1 and problems[0].startswith("nbval did not finish notebooks/06_slow.ipynb within 16 s"), \
         problems
     assert re.search(r"^  nbval: notebooks/zh/06_slow\.ipynb \(2 of 2\) ok in ", progress.getvalue(), re.M), \
         progress.getvalue()

@@ -173,27 +173,27 @@ class GDSFPolicy(Policy):
         if not {bytes_}.issuperset(self.entries.values()):
             return Policy._replay(self, hash_id_lists, bytes_)
         entries, meta, heap, touched = self.entries, self.meta, self.heap, self.touched
-        contains, note_request, lookup, unmeta = entries.__contains__, touched.extend, meta.get, meta.pop
+        contains, note_request, lookup = entries.__contains__, touched.extend, meta.get
         emit = self.log.append_event
         add, evict, reuse, mask = ADD, EVICT, REUSE, TIME_MASK  # locals: faster than globals in the loop
         cap, cur, hits, time, floor = self.capacity_bytes, self.current_bytes, self.hits, self.time, self.floor
         push, pop, replace, pack, from_bytes = heappush, heappop, heapreplace, _PACK, int.from_bytes
         gone = (0, 0.0, 0.0, -1, -1)  # the meta of an evicted block: no record's time matches it
-        costs: List[float] = []  # costs[d - 1] = block_cost(d), grown on demand: the same floats as `touch`
-        fresh: List[float] = []  # fresh[d - 1] = costs[d - 1] / bytes_: H - L of a new block at depth d
+        costs = [0.0]  # costs[d] = block_cost(d), grown on demand: the same floats as `touch`
+        fresh = [0.0]  # fresh[d] = costs[d] / bytes_: H - L of a new block at depth d
         out: List[int] = []
         try:
             for ids in hash_id_lists:
                 n = prefix_hits(contains, ids)
                 out.append(n)
                 note_request(ids)  # touched[time + i] = ids[i - 1]
-                while len(costs) < len(ids):
-                    costs.append(block_cost(len(costs) + 1, self.cost_scale))
+                while len(costs) <= len(ids):
+                    costs.append(block_cost(len(costs), self.cost_scale))
                     fresh.append(costs[-1] / bytes_)
-                # zip hands each block its depth's cost and fresh H - L without a subscript apiece
-                for key, cost, new_h in zip(ids, costs, fresh):
+                for depth, key in enumerate(ids, 1):
                     m = lookup(key)  # first: an unhashable id raises before it counts as a touch
                     time += 1
+                    cost = costs[depth]
                     if m is not None:
                         hits += 1
                         freq = m[0] + 1
@@ -211,25 +211,22 @@ class GDSFPolicy(Policy):
                         while True:
                             t = heap[0] & mask
                             old = touched[t]
-                            # popped at once: the top is nearly always current, so the usual
-                            # eviction costs one dictionary operation on `meta`, not two
-                            m = unmeta(old, gone)
-                            if m[3] == t:  # current: the victim
+                            m = lookup(old, gone)
+                            if m[3] == t:  # current: the victim (the common case first)
+                                del meta[old]
                                 del entries[old]
                                 floor = m[2]
                                 break
-                            if m is not gone:
-                                meta[old] = m  # not the victim: put back (meta's order decides nothing)
                             if m[4] != t:  # garbage
                                 pop(heap)
                             else:  # behind: re-push the current key
                                 replace(heap, from_bytes(pack(m[2], m[3]), "big"))
                                 meta[old] = m[:4] + (m[3],)
-                        h = floor + new_h
+                        h = floor + fresh[depth]
                         replace(heap, from_bytes(pack(h, time), "big"))  # swaps out the victim's record
                         emit((evict, old, add, key))  # the victim and the add, in one call
                     else:
-                        h = floor + new_h
+                        h = floor + fresh[depth]
                         push(heap, from_bytes(pack(h, time), "big"))
                         emit((add, key))
                         cur += bytes_

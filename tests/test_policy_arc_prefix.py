@@ -1,5 +1,7 @@
 """arc-prefix: ARC's decisions with a request's blocks refreshed tail first and prompts' last blocks
 bypassed, traced by hand from the module docstring."""
+import random
+
 import pytest
 
 from kvsched_lab.sim.policies import make_policy
@@ -76,7 +78,6 @@ def test_t2s_refresh_reads_only_the_prefix_hits_when_nothing_later_entered_t2(se
     put a block there (a hit after the first miss, a ghost hit) or the request finished in an
     earlier call. Small caches, repeated ids within a request, ghosts, and the replay split over
     calls exercise each way back to the whole pass; the decisions must be the hooks'."""
-    import random
     rng = random.Random(seed)
     lists = [[rng.choice("abcdefghijkl") for _ in range(rng.randint(1, 7))] for _ in range(400)]
     fast, hooks = make_policy("arc-prefix", 4), make_policy("arc-prefix", 4)

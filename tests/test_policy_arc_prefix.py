@@ -1,5 +1,7 @@
 """arc-prefix: ARC's decisions with a request's blocks refreshed tail first and prompts' last blocks
 bypassed, traced by hand from the module docstring."""
+import random
+
 import pytest
 
 from kvsched_lab.sim.policies import make_policy
@@ -68,3 +70,19 @@ def test_an_unhashable_id_stops_the_loop_where_it_stops_the_hooks(name, bad):
         replay_by_touch(hooks, [bad], 1)
     assert (fast.time, fast.hits, list(fast.log.events()), fast.snapshot(), getattr(fast, "finished", None)) == (
         hooks.time, hooks.hits, list(hooks.log.events()), hooks.snapshot(), getattr(hooks, "finished", None))
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_t2s_refresh_reads_only_the_prefix_hits_when_nothing_later_entered_t2(seed):
+    """The loop's rule 1 reads only a finished request's prefix hits for T2 unless a later touch
+    put a block there (a hit after the first miss, a ghost hit) or the request finished in an
+    earlier call. Small caches, repeated ids within a request, ghosts, and the replay split over
+    calls exercise each way back to the whole pass; the decisions must be the hooks'."""
+    rng = random.Random(seed)
+    lists = [[rng.choice("abcdefghijkl") for _ in range(rng.randint(1, 7))] for _ in range(400)]
+    fast, hooks = make_policy("arc-prefix", 4), make_policy("arc-prefix", 4)
+    for start in range(0, len(lists), 37):  # requests finished in an earlier call are refreshed too
+        chunk = lists[start:start + 37]
+        assert fast.replay_requests(chunk, 1) == replay_by_touch(hooks, chunk, 1)
+    assert list(fast.log.events()) == list(hooks.log.events()) and fast.snapshot() == hooks.snapshot()
+    assert (fast.p, fast.finished, list(fast.b1), list(fast.b2)) == (hooks.p, hooks.finished, list(hooks.b1), list(hooks.b2))

@@ -229,3 +229,134 @@ def test_two_processes_asking_for_one_key_compute_it_once(folder, tmp_path):
     outs = [json.loads(c.communicate(timeout=60)[0]) for c in children]
     assert sorted(o["from_cache"] for o in outs) == [False, True]  # one computed, the other read it
     assert outs[0]["hits"] == outs[1]["hits"] == replay(REQUESTS, "lru", 150).prefix_hits
+
+
+# -- tier_replay (kvsched_lab/kv/tiers/replay_cache.py) ---------------------------------------------
+
+TIER_ARGS = {"policy": "lru", "capacity_blocks": 60, "host_blocks": 120, "disk_blocks": 100, "rule": "demote"}
+
+
+def same_report(a: dict, b: dict) -> bool:
+    skip = {"wall_seconds", "from_cache"}
+    return {k: v for k, v in a.items() if k not in skip} == {k: v for k, v in b.items() if k not in skip}
+
+
+@pytest.mark.parametrize("change", [{}, {"rule": "write_through", "lower_policy": "fifo"},
+                                    {"rule": "write_through_selective", "min_hits": 3, "disk_blocks": 0},
+                                    {"host_blocks": 0, "disk_blocks": 0, "policy": "s3fifo"}],
+                         ids=["demote", "write_through", "selective", "device only"])
+def test_a_cached_tier_replay_equals_an_uncached_one(folder, monkeypatch, change):
+    from kvsched_lab.kv.tiers import tier_replay
+
+    args = {**TIER_ARGS, **change}
+    first, again = tier_replay(REQUESTS, **args), tier_replay(REQUESTS, **args)
+    monkeypatch.delenv(replay_cache.ENV)
+    plain = tier_replay(REQUESTS, **args)
+    assert (first["from_cache"], again["from_cache"], plain["from_cache"]) == (False, True, False)
+    assert same_report(first, plain) and same_report(again, plain) and again["wall_seconds"] == first["wall_seconds"]
+    assert len(list(folder.glob("*.json"))) == 1
+
+
+@pytest.mark.parametrize("change", [
+    {"policy": "fifo"}, {"capacity_blocks": 61}, {"host_blocks": 121}, {"disk_blocks": 0}, {"rule": "write_back"},
+    {"lower_policy": "fifo"}, {"min_hits": 3, "rule": "write_through_selective"}, {"block_bytes": 7},
+    {"costs": "half"}, {"requests": ONE_ID_CHANGED}, {"requests": REQUESTS[:-1]},
+    {"requests": with_request(9, timestamp=10 ** 9)},
+], ids=["policy", "capacity", "host", "disk", "rule", "lower policy", "min_hits", "block_bytes", "costs", "one id",
+        "one request fewer", "timestamp"])
+def test_a_changed_tier_argument_or_request_misses(folder, change):
+    from kvsched_lab.kv.tiers import tier_replay
+    from kvsched_lab.kv.tiers.breakeven import model_costs
+
+    base = {"requests": REQUESTS, **TIER_ARGS}
+    assert not tier_replay(**base)["from_cache"]
+    if change.get("costs") == "half":
+        full = model_costs()
+        change = {"costs": dataclasses.replace(full, recompute_s=full.recompute_s / 2)}
+    changed = {**base, **change}
+    assert not tier_replay(**changed)["from_cache"]
+    assert tier_replay(**changed)["from_cache"] and tier_replay(**base)["from_cache"]
+
+
+def test_the_tier_key_follows_every_source_file_of_the_tiers(tmp_path, monkeypatch):
+    from kvsched_lab.kv.tiers import replay_cache as tier_cache
+    from kvsched_lab.kv.tiers.breakeven import model_costs
+
+    monkeypatch.setenv(replay_cache.ENV, str(tmp_path / "replays"))
+    tree = tmp_path / "tiers"
+    tree.mkdir()
+    (tree / "hierarchy.py").write_text("x = 1\n")
+    args = {**TIER_ARGS, "lower_policy": "lru", "min_hits": 2, "block_bytes": 1}
+    monkeypatch.setattr(tier_cache, "TIERS_FOLDER", tree)
+    before = tier_cache.tier_key(REQUESTS, args, model_costs())
+    (tree / "hierarchy.py").write_text("x = 2\n")
+    assert before is not None and tier_cache.tier_key(REQUESTS, args, model_costs()) != before
+    assert tier_cache.TIERS_FOLDER != replay_cache.SIM_FOLDER
+
+
+def test_a_tier_replay_of_a_learners_policy_rule_or_costs_is_never_cached(folder, monkeypatch):
+    from kvsched_lab.kv.tiers import tier_replay
+    from kvsched_lab.kv.tiers.breakeven import model_costs
+    from kvsched_lab.kv.tiers.costs import TierCosts
+    from kvsched_lab.kv.tiers.placement import make_rule
+
+    class Mine(LRUPolicy):
+        name = "mine"
+
+    class MyCosts(TierCosts):
+        pass
+
+    full = model_costs()
+    my_costs = MyCosts(**{f.name: getattr(full, f.name) for f in dataclasses.fields(TierCosts)})
+    for change in ({"policy": Mine}, {"policy": lambda cap: LRUPolicy(cap)}, {"lower_policy": Mine, "rule": "write_through"},
+                   {"rule": make_rule("demote")}, {"costs": my_costs}, {"min_hits": True}):
+        args = {**TIER_ARGS, **change}
+        assert not tier_replay(REQUESTS, **args)["from_cache"] and not tier_replay(REQUESTS, **args)["from_cache"]
+    monkeypatch.setitem(POLICIES, "lru", Mine)  # a learner's class under a library name
+    inclusive = {**TIER_ARGS, "rule": "write_through"}  # Mine cannot give a block back to an exclusive rule
+    assert not tier_replay(REQUESTS, **inclusive)["from_cache"] and not tier_replay(REQUESTS, **inclusive)["from_cache"]
+    assert not folder.exists() or list(folder.glob("*.json")) == []
+
+
+def corrupt_report(path: Path, how: str) -> None:
+    stored = json.loads(path.read_text())
+    report = stored["result"]
+    if how == "garbage":
+        path.write_bytes(b"\x00\xffnot json")
+        return
+    if how == "foreign key":
+        stored["key"] = "0" * 64
+    elif how == "device hits":  # more hits in the device, the total and rates left as they were
+        report["prefix_hits_by_tier"]["device"] += 1
+    elif how == "all consistent but saved time":
+        report["modeled_ttft_saved_s"]["total"] *= 2
+    elif how == "bytes moved":
+        report["bytes_moved"]["device_to_host"] += 1
+    elif how == "held over capacity":
+        report["blocks_held"]["device"] = TIER_ARGS["capacity_blocks"] + 1
+    elif how == "other trace":
+        report["requests"] -= 1
+    elif how == "unknown move":
+        report["blocks_moved"]["disk_to_nowhere"] = 1
+    elif how == "string count":
+        report["drops"]["host"] = str(report["drops"]["host"])
+    elif how == "extra field":
+        report["from_cache"] = False
+    elif how == "other rule":
+        report["write_policy"] = "write_through"
+    else:
+        raise AssertionError(how)
+    path.write_text(json.dumps(stored))
+
+
+@pytest.mark.parametrize("how", ["garbage", "foreign key", "device hits", "all consistent but saved time",
+                                 "bytes moved", "held over capacity", "other trace", "unknown move", "string count",
+                                 "extra field", "other rule"])
+def test_a_corrupt_or_foreign_tier_file_is_recomputed_not_trusted(folder, how):
+    from kvsched_lab.kv.tiers import tier_replay
+
+    first = tier_replay(REQUESTS, **TIER_ARGS)
+    corrupt_report(the_file(folder), how)
+    again = tier_replay(REQUESTS, **TIER_ARGS)
+    assert not again["from_cache"] and same_report(again, first)
+    assert tier_replay(REQUESTS, **TIER_ARGS)["from_cache"]  # the recomputed file replaced it

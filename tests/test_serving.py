@@ -284,3 +284,4 @@ def test_the_cli_refuses_bad_serving_options_before_reading_the_trace(argv, mess
     monkeypatch.setattr(cli_replay, "load_requests", lambda args: pytest.fail("read the trace first"))
     assert main(["replay", "--capacity-blocks", "500", "--quiet", *argv]) != 0
     assert message in capsys.readouterr().err
+

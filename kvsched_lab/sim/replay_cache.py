@@ -22,6 +22,9 @@ key, each field's type, and every count the requests fix (requests, block refere
 tokens, the rate as hits over references, the per-request hits' sum) must match. A corrupt,
 foreign or inconsistent file is recomputed and overwritten. A result read back says so
 (``from_cache=True``); its ``wall_seconds`` is the computing run's, not a measurement of this one.
+
+`cached` (the lock, the check, the atomic write) and `hash_requests` serve other trace-level
+simulations too: `kvsched_lab.kv.tiers.replay_cache` keys and checks ``tier_replay`` with them.
 """
 from __future__ import annotations
 
@@ -88,13 +91,19 @@ def replay_key(name: str, capacity_blocks: int, requests: Sequence[Any], *, bloc
     args = {"format": FORMAT, "sources": sources, "policy": name, "capacity_blocks": capacity_blocks,
             "block_bytes": block_bytes, "metric": metric, "block_tokens": block_tokens, "per_request": per_request}
     h.update(json.dumps(args, sort_keys=True).encode())
+    return h.hexdigest() if hash_requests(h, requests) else None
+
+
+def hash_requests(h: Any, requests: Sequence[Any]) -> bool:
+    """Feed each request's timestamp, lengths and block ids, in the order given, to the hash `h`;
+    False (the call is not to be keyed) when a field is not a plain int or string."""
     for r in requests:
         head = (r.timestamp, r.input_length, r.output_length)
         if type(r.hash_ids) is not tuple or not PLAIN.issuperset(map(type, head)) or not PLAIN.issuperset(map(type, r.hash_ids)):
-            return None
+            return False
         h.update(repr((head, r.hash_ids)).encode())
         h.update(b"\n")
-    return h.hexdigest()
+    return True
 
 
 @contextmanager
@@ -116,13 +125,7 @@ def _locked(path: Path) -> Iterator[None]:
 def _checked(raw: bytes, key: str, expect: Dict[str, Any], result_type: type, *, per_request: bool,
              block_tokens: int) -> Optional[Any]:
     """The result stored in `raw` when it is this key's and agrees with `expect`; else None."""
-    try:
-        stored = json.loads(raw.decode("utf-8"))
-    except (UnicodeDecodeError, ValueError):
-        return None
-    if not isinstance(stored, dict) or stored.get("format") != FORMAT or stored.get("key") != key:
-        return None
-    data = stored.get("result")
+    data = read_result(raw, key)
     if not isinstance(data, dict) or set(data) != {f.name for f in fields(result_type)} - {"from_cache"}:
         return None
     number = (int, float)
@@ -156,21 +159,43 @@ def _checked(raw: bytes, key: str, expect: Dict[str, Any], result_type: type, *,
 def cached_replay(key: str, folder: Path, expect: Dict[str, Any], result_type: type, compute: Callable[[], Any], *,
                   per_request: bool, block_tokens: int) -> Any:
     """The result stored under `key` in `folder` if it checks out (`expect`: the fields the requests
-    and arguments fix), else ``compute()``, stored there for the next process.
+    and arguments fix), else ``compute()``, stored there for the next process."""
+    def load(raw: bytes) -> Optional[Any]:
+        return _checked(raw, key, expect, result_type, per_request=per_request, block_tokens=block_tokens)
+
+    def dump(result: Any) -> Dict[str, Any]:
+        return {f.name: getattr(result, f.name) for f in fields(result_type) if f.name != "from_cache"}
+
+    return cached(key, folder, load, compute, dump)
+
+
+def read_result(raw: bytes, key: str) -> Optional[Any]:
+    """The ``result`` part of a cache file's bytes when they parse and carry this format and `key`; else None."""
+    try:
+        stored = json.loads(raw.decode("utf-8"))
+    except (UnicodeDecodeError, ValueError):
+        return None
+    if not isinstance(stored, dict) or stored.get("format") != FORMAT or stored.get("key") != key:
+        return None
+    return stored.get("result")
+
+
+def cached(key: str, folder: Path, load: Callable[[bytes], Optional[Any]], compute: Callable[[], Any],
+           dump: Callable[[Any], Any]) -> Any:
+    """``load(<key>.json's bytes)`` when it gives a result (it checks them), else ``compute()``,
+    stored as ``dump(result)`` for the next process.
 
     Holds ``<key>.lock`` throughout, so a second process asking for `key` waits and then reads."""
     target = folder / f"{key}.json"
     with _locked(folder / f"{key}.lock"):
         try:
-            found = _checked(target.read_bytes(), key, expect, result_type, per_request=per_request,
-                             block_tokens=block_tokens)
+            found = load(target.read_bytes())
         except FileNotFoundError:
             found = None
         if found is not None:
             return found
         result = compute()
-        stored = {f.name: getattr(result, f.name) for f in fields(result_type) if f.name != "from_cache"}
-        body = json.dumps({"format": FORMAT, "key": key, "result": stored}).encode()
+        body = json.dumps({"format": FORMAT, "key": key, "result": dump(result)}).encode()
         fd, tmp = tempfile.mkstemp(dir=folder, prefix=f".{key[:16]}.", suffix=".tmp")
         try:
             with os.fdopen(fd, "wb") as handle:

@@ -6,6 +6,8 @@
 - hierarchy.py: `TierHierarchy`, torch-free: which block is in which tier, each tier run by any
   course policy; it returns the steps (adopt, copy, free) an engine carries out;
 - replay.py: `tier_replay`, a whole trace through the hierarchy (counts, no tensors);
+- replay_cache.py: when `tier_replay` is cached (``KVSCHED_REPLAY_CACHE``): its key, and the
+  checks a report read back must pass;
 - stores.py: `HostBlockPool` (the device pool's layout in host memory, pinned on CUDA) and
   `DiskBlockStore` (a memory-mapped file of blocks), each with a capacity in blocks;
 - engine.py: `TieredPrefixCacheEngine`, the prefix-cache engine on real blocks in all tiers;

@@ -13,6 +13,7 @@ from typing import Any, Callable, Dict, Optional, Sequence, Union
 from kvsched_lab.kv.tiers.costs import TierCosts, modeled_ttft_saved_s
 from kvsched_lab.kv.tiers.hierarchy import TierHierarchy
 from kvsched_lab.kv.tiers.placement import PlacementRule, make_rule
+from kvsched_lab.kv.tiers.replay_cache import cached_tier_replay, tier_key
 from kvsched_lab.sim.events import EventLog
 from kvsched_lab.sim.traces import sort_by_arrival
 
@@ -57,19 +58,38 @@ def tier_replay(requests: Sequence[Any], policy: PolicySpec = "lru", capacity_bl
 
     Returned keys: the hierarchy's report (hierarchy.TierHierarchy.report), ``capacity_blocks``,
     ``host_blocks``, ``disk_blocks``, ``write_policy``, ``block_bytes``, ``costs`` (seconds per
-    block), ``modeled_ttft_saved_s`` (per tier and total), ``wall_seconds``.
+    block), ``modeled_ttft_saved_s`` (per tier and total), ``wall_seconds``, ``from_cache``.
+
+    With ``KVSCHED_REPLAY_CACHE`` set, a replay of library policies and a named rule is computed once
+    per key and read back after (replay_cache.py); ``from_cache`` then says so, and ``wall_seconds``
+    is the computing run's.
     """
     if costs is None:
         from kvsched_lab.kv.tiers.breakeven import model_costs
 
         costs = model_costs()
     block_bytes = costs.block_bytes if block_bytes is None else block_bytes
-    hierarchy = build_hierarchy(policy, capacity_blocks, host_blocks, disk_blocks, rule=rule,
-                                lower_policy=lower_policy, min_hits=min_hits, costs=costs, record_steps=False)
+    args = {"policy": policy, "capacity_blocks": capacity_blocks, "host_blocks": host_blocks,
+            "disk_blocks": disk_blocks, "rule": rule, "lower_policy": lower_policy, "min_hits": min_hits,
+            "block_bytes": block_bytes}
+    ordered = sort_by_arrival(requests)
+    key = tier_key(ordered, args, costs)
+    if key is None:
+        return _tier_replay(ordered, args, costs)
+    return cached_tier_replay(key, ordered, args, costs, lambda: _tier_replay(ordered, args, costs))
+
+
+def _tier_replay(ordered: Sequence[Any], args: Dict[str, Any], costs: TierCosts) -> Dict[str, Any]:
+    """`tier_replay` of requests already in arrival order, computed."""
+    capacity_blocks, host_blocks, disk_blocks, block_bytes = (
+        args[n] for n in ("capacity_blocks", "host_blocks", "disk_blocks", "block_bytes"))
+    hierarchy = build_hierarchy(args["policy"], capacity_blocks, host_blocks, disk_blocks, rule=args["rule"],
+                                lower_policy=args["lower_policy"], min_hits=args["min_hits"], costs=costs,
+                                record_steps=False)
     # A chapter-style log of strings ("evict:42") names keys as strings: then every tier gets string keys.
     as_text = not all(isinstance(p.log, EventLog) for p in hierarchy.policies)
     started = time.perf_counter()
-    for request in sort_by_arrival(requests):
+    for request in ordered:
         hierarchy.serve([str(k) for k in request.hash_ids] if as_text else request.hash_ids)
     report = hierarchy.report(block_bytes)
     return {
@@ -79,5 +99,5 @@ def tier_replay(requests: Sequence[Any], policy: PolicySpec = "lru", capacity_bl
                   "host_to_device_s": costs.host_to_device_s, "host_to_disk_s": costs.host_to_disk_s,
                   "disk_to_host_s": costs.disk_to_host_s},
         "modeled_ttft_saved_s": modeled_ttft_saved_s(report["prefix_hits_by_tier"], costs),
-        "wall_seconds": time.perf_counter() - started,
+        "wall_seconds": time.perf_counter() - started, "from_cache": False,
     }

@@ -13,6 +13,8 @@ name and the traces lack, on block ids, with no tensors:
   queue disciplines (FCFS, vLLM's and SGLang's priority rules, EDF), admission rules (admit all,
   the chapter's refuse-if-it-cannot-fit, bypass, Mooncake-style early rejection) and a cache that
   protects the blocks of queued requests; SLO attainment, goodput and wasted prefill work.
+- serve_cache.py: when `serve` is cached (``KVSCHED_REPLAY_CACHE``): its key, and the checks a
+  result read back must pass.
 
 Nothing here imports torch, the KV machinery, the course, grading or the command line.
 """

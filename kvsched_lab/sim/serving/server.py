@@ -34,6 +34,9 @@ The model, stated (each line is a simplification of a real engine, said in noteb
 - `protect_queued`: the cache evicts blocks that no waiting request holds first (`ProtectedLRU`).
 
 A request meets its SLO when its first token comes by its deadline; a refused one does not.
+
+With ``KVSCHED_REPLAY_CACHE`` set, a run of a library policy and a named admission rule is computed
+once per key and read back after (serve_cache.py); the result's ``from_cache`` then says so.
 """
 from __future__ import annotations
 
@@ -44,6 +47,7 @@ from typing import Callable, Dict, Hashable, List, Optional, Sequence, Union
 
 from kvsched_lab.sim.policies import make_policy
 from kvsched_lab.sim.policies.base import Policy, prefix_hits
+from kvsched_lab.sim.serving.serve_cache import cached_serve, serve_key
 from kvsched_lab.sim.serving.tenants import Workload
 from kvsched_lab.sim.traces import MOONCAKE_BLOCK_TOKENS
 
@@ -166,6 +170,7 @@ class ServeResult:
     block_refs: int
     ttft_s: List[Optional[float]] = field(repr=False, default_factory=list)  # per request; None if refused
     met_by_tenant: Dict[str, float] = field(default_factory=dict)  # tenant -> SLO attainment
+    from_cache: bool = False  # read back from KVSCHED_REPLAY_CACHE (serve_cache.py), not run here
 
     @property
     def rejected_share(self) -> float:
@@ -202,8 +207,15 @@ def serve(workload: Workload, capacity_blocks: int, cost: PrefillCost, *, worker
         raise ValueError(f"load must be a number > 0, got {load!r}")
     if protect_queued and policy != "lru":
         raise ValueError("protect_queued runs its own LRU (ProtectedLRU): leave policy='lru'")
-    cache = ProtectedLRU(capacity_blocks) if protect_queued else make_policy(policy, capacity_blocks)
-    return _Server(workload, cache, cost, workers, discipline, admission, load, preempt_threshold, block_tokens).run()
+    def compute() -> ServeResult:
+        cache = ProtectedLRU(capacity_blocks) if protect_queued else make_policy(policy, capacity_blocks)
+        return _Server(workload, cache, cost, workers, discipline, admission, load, preempt_threshold, block_tokens).run()
+
+    args = {"capacity_blocks": capacity_blocks, "workers": workers, "discipline": discipline, "admission": admission,
+            "protect_queued": protect_queued, "load": load, "policy": policy, "preempt_threshold": preempt_threshold,
+            "block_tokens": block_tokens}
+    key = serve_key(workload, cost, PrefillCost, args)
+    return compute() if key is None else cached_serve(key, workload, load, ServeResult, compute)
 
 
 class _Server:

@@ -407,3 +407,18 @@ def test_each_timed_replay_starts_with_the_earlier_schedulers_collected(monkeypa
     assert len(alive_at_start) == len(built) > len(POLICIES) and set(alive_at_start) == {0}, alive_at_start
     assert heap["policies"]["gdsf"]["live"] > 0 and speed["policies"]["lru"]["prefix_hit_rate"] >= 0
     assert gc.get_freeze_count() == 0, "the caller's objects are collectable again afterwards"
+
+
+def test_the_bench_times_computing_never_a_replay_read_back(tmp_path, monkeypatch):
+    """With ``KVSCHED_REPLAY_CACHE`` set, the bench still replays every policy (its seconds would
+    otherwise time a file read) and leaves the caller's setting as it was."""
+    import os
+
+    from kvsched_lab.sim.replay_cache import ENV
+
+    folder = tmp_path / "replays"
+    monkeypatch.setenv(ENV, str(folder))
+    report = run_bench(quick=True)
+    assert report["sweep"]["policy_seconds"]  # the sweep ran its policies by name, the calls the cache would serve
+    assert not folder.exists() or list(folder.iterdir()) == []  # nothing stored, so nothing could be read back
+    assert os.environ[ENV] == str(folder)

@@ -43,6 +43,7 @@ from kvsched_lab.cli.bench_load import cpu_sample, machine_load
 from kvsched_lab.cli.bench_notebooks import bench_notebooks
 from kvsched_lab.cli.bench_policies import bench_policies, bench_speed, bench_sweep
 from kvsched_lab.cli.bench_report import to_markdown
+from kvsched_lab.sim import replay_cache
 from kvsched_lab.sim.traces import Request, load_trace, resolve_trace, sort_by_arrival, synthetic_trace
 
 SWEEP_CAPACITIES = (1000, 2000, 4000, 8000, 16000, 32000, 64000, 128000)
@@ -111,7 +112,16 @@ def load_traces(limit: Optional[int]) -> Dict[str, Tuple[List[Request], str]]:
 
 def run_bench(quick: bool = False, grading: bool = False, device: Optional[str] = None,
               settings: Optional[BenchSettings] = None, notebooks: bool = False) -> Dict[str, Any]:
-    """Every section; `quick` on small slices (seconds), `grading` adds `bench_grading` if available."""
+    """Every section; `quick` on small slices (seconds), `grading` adds `bench_grading` if available.
+
+    The replay cache is off throughout (`replay_cache.switched_off`): every section times its own
+    computing, and the notebook kernels it starts inherit that."""
+    with replay_cache.switched_off():
+        return _run_bench(quick, grading, device, settings, notebooks)
+
+
+def _run_bench(quick: bool, grading: bool, device: Optional[str], settings: Optional["BenchSettings"],
+               notebooks: bool) -> Dict[str, Any]:
     s = settings or (BenchSettings.quick() if quick else BenchSettings())
     started = cpu_sample()
     limit = max(x for x in (s.speed_requests, s.table_requests, s.sweep_requests) if x) if quick else None

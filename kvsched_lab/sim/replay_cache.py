@@ -2,7 +2,7 @@
 
 Set ``KVSCHED_REPLAY_CACHE=<folder>`` and `kvsched_lab.sim.replay.replay` stores and loads the
 `ReplayResult` of a *library policy given by name* in that folder. Unset (the default), nothing
-is cached. A learner's class, factory or instance is never cached, nor a name the registry maps to
+is cached, and `kvsched bench` switches it off (`switched_off`): it times computing. A learner's class, factory or instance is never cached, nor a name the registry maps to
 a class defined outside this package: their code is not in the key.
 
 The key is a SHA-256 of everything that determines the result: the bytes of every
@@ -54,6 +54,20 @@ def cache_folder() -> Optional[Path]:
         raise ValueError(f"{ENV}={raw!r} is not a folder; point it at a folder, or unset it to replay without a cache")
     folder.mkdir(parents=True, exist_ok=True)
     return folder
+
+
+@contextmanager
+def switched_off() -> Iterator[None]:
+    """No cache inside: ``KVSCHED_REPLAY_CACHE`` is unset, then put back as it was.
+
+    For what times a replay (`kvsched bench`): a result read back would time a file read, not the
+    policy, and a computing run would time its writes too."""
+    saved = os.environ.pop(ENV, None)
+    try:
+        yield
+    finally:
+        if saved is not None:
+            os.environ[ENV] = saved
 
 
 def source_digest(folder: Path = SIM_FOLDER) -> str:

@@ -2,8 +2,9 @@
 
 Set ``KVSCHED_REPLAY_CACHE=<folder>`` and `kvsched_lab.sim.replay.replay` stores and loads the
 `ReplayResult` of a *library policy given by name* in that folder. Unset (the default), nothing
-is cached, and `kvsched bench` switches it off (`switched_off`): it times computing. A learner's class, factory or instance is never cached, nor a name the registry maps to
-a class defined outside this package: their code is not in the key.
+is cached; `kvsched bench` switches it off (`switched_off`), since it times computing. A
+learner's class, factory or instance is never cached, nor a name the registry maps to a class
+defined outside this package: their code is not in the key.
 
 The key is a SHA-256 of everything that determines the result: the bytes of every
 ``kvsched_lab/sim/**.py`` (the replay, the traces and every policy), the policy name and its

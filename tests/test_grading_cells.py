@@ -238,3 +238,23 @@ def test_a_kernel_that_never_starts_reads_in_chinese_in_zh_feedback(tmp_path, mo
     text = _zh_feedback(outcome)
     assert [line for line in text.splitlines() if english_prose(line)] == [] and "评分内核没有启动" in text, text
     assert not any(head in text for head in _english_heads()), text
+
+
+@pytest.mark.parametrize("ended", ["wall", "output", "budget"])
+def test_why_the_sandbox_was_ended_reads_in_chinese_before_its_output(ended):
+    """A box ended for its wall clock, its output or its limits wrote no report: a learner graded in
+    Chinese reads why in Chinese (the grader used to put the reason, in English, into the output's
+    tail), and the tail itself stays data, quoted as it was."""
+    from english_prose import CJK
+    from kvsched_lab.grading.batch.grade import Grade, feedback_text
+    from kvsched_lab.grading.judging.unfinished import ENDINGS, why_unfinished
+    from kvsched_lab.grading.judging.verdict import TodoGrade
+
+    tail = "learner's own print\n"
+    line = why_unfinished(None, True, tail, ended)
+    zh = feedback_text(Grade("s.py", {"snapshot": TodoGrade("error", lines=[line])}), "zh")
+    en = feedback_text(Grade("s.py", {"snapshot": TodoGrade("error", lines=[line])}), "en")
+    assert ENDINGS[ended] in en and ENDINGS[ended] not in zh
+    assert "sandbox" not in zh.replace(tail, "") and CJK.search(zh.split(tail)[0])
+    assert tail in zh and tail in en
+    assert why_unfinished(None, True, tail) != line  # no reason given, none said

@@ -168,12 +168,8 @@ def grade_one(sub: Submission, ref: Reference, workdir: Path, lib: Path, uid: in
                           workdir=workdir / "box")
         box = _box_result(run.stdout)
         tail = run.stdout.decode("utf-8", "replace")[-1500:]
-        if run.timed_out:
-            tail = "the sandbox ran past its wall-clock limit and was ended\n" + tail
-        elif run.too_much_output:
-            tail = "the sandbox wrote too much output and was ended\n" + tail
-        elif run.over_budget:
-            tail = run.over_budget + "; it was ended\n" + tail
+        # Said in the feedback's language (judging/unfinished.py); the limit's details go to review.
+        ended = "wall" if run.timed_out else "output" if run.too_much_output else "budget" if run.over_budget else None
         outcomes = (box or {}).get("outcomes") if isinstance((box or {}).get("outcomes"), dict) else None
         results = (box or {}).get("results") if isinstance((box or {}).get("results"), dict) else {}
         if box and isinstance(box.get("tail"), str):
@@ -184,7 +180,7 @@ def grade_one(sub: Submission, ref: Reference, workdir: Path, lib: Path, uid: in
             if result is None:
                 outcome = (outcomes or {}).get(f"grading.ipynb::Cell {k}")
                 g.lines.append(why_unfinished(tuple(outcome) if isinstance(outcome, list) else None,
-                                              outcomes is None, tail))
+                                              outcomes is None, tail, ended))
             else:
                 review += [r for r in result["review"] if r not in review]
                 if not result["by_harness"]:

@@ -34,11 +34,21 @@ EXPLANATIONS = {
 }
 
 
-def why_unfinished(outcome: Optional[tuple], no_report: bool, tail: str) -> str:
+# Why the sandbox itself was ended (box/sandbox.py's `SandboxRun`), said before its output's tail.
+ENDINGS = {
+    "wall": N_("The sandbox ran past its wall-clock limit and was ended."),
+    "output": N_("The sandbox wrote too much output and was ended."),
+    "budget": N_("The sandbox's processes together used more than its limits allow, so it was ended."),
+}
+
+
+def why_unfinished(outcome: Optional[tuple], no_report: bool, tail: str, ended: Optional[str] = None) -> str:
     """Why a grading cell wrote no result, from the box's `outcome` of it (None: the box reported no
-    such cell); `no_report`: the box wrote no report at all, and `tail` is the end of its output."""
+    such cell); `no_report`: the box wrote no report at all, and `tail` is the end of its output;
+    `ended`: why the sandbox was ended (a key of `ENDINGS`), if it was."""
     if no_report:
-        return _("The grading run itself failed; its output ended with:\n\n{tail}", tail=fenced(tail[-1500:], 1500))
+        failed = _("The grading run itself failed; its output ended with:\n\n{tail}", tail=fenced(tail[-1500:], 1500))
+        return _("{why} {failed}", why=_(ENDINGS[ended]), failed=failed) if ended else failed
     if not outcome:
         return _("The grading kernel died or stopped responding: code under test killed it, or it ran out of "
                  "memory. TODOs graded after this one could not be graded either.")

@@ -109,6 +109,15 @@ def replay_key(name: str, capacity_blocks: int, requests: Sequence[Any], *, bloc
     return h.hexdigest() if hash_requests(h, requests) else None
 
 
+def plain_fields(obj: Any, cls: type) -> Optional[list]:
+    """`obj`'s field values in order when it is exactly a `cls` (a subclass could answer otherwise)
+    whose fields are ints, floats or strings, the values a key can hold; else None (never keyed)."""
+    if type(obj) is not cls:
+        return None
+    values = [getattr(obj, f.name) for f in fields(cls)]
+    return values if all(type(v) in (int, float, str) for v in values) else None
+
+
 def hash_requests(h: Any, requests: Sequence[Any]) -> bool:
     """Feed each request's timestamp, lengths and block ids, in the order given, to the hash `h`;
     False (the call is not to be keyed) when a field is not a plain int or string."""

@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import hashlib
 import json
-from dataclasses import fields
 from pathlib import Path
 from typing import Any, Callable, Dict, Optional, Sequence
 
@@ -32,16 +31,14 @@ def tier_key(requests: Sequence[Any], args: Dict[str, Any], costs: Any) -> Optio
     """The cache key of one tier replay, or None when it is not to be cached (see the module docstring)."""
     policies = (args["policy"], args["lower_policy"])
     if (not all(map(replay_cache.is_library_policy, policies)) or type(args["rule"]) is not str
-            or type(costs) is not TierCosts or replay_cache.cache_folder() is None):
+            or replay_cache.cache_folder() is None):
         return None
-    plain = (int, float, str)
-    if any(type(getattr(costs, f.name)) not in plain for f in fields(TierCosts)) \
-            or any(type(v) not in plain for v in args.values()):
+    price = replay_cache.plain_fields(costs, TierCosts)
+    if price is None or any(type(v) not in (int, float, str) for v in args.values()):
         return None  # a bool or a subclass could print like another value: never keyed
     h = hashlib.sha256()
     sources = replay_cache.source_digest() + replay_cache.source_digest(TIERS_FOLDER)
-    head = {"format": replay_cache.FORMAT, "kind": "tier_replay", "sources": sources, **args,
-            "costs": [getattr(costs, f.name) for f in fields(TierCosts)]}
+    head = {"format": replay_cache.FORMAT, "kind": "tier_replay", "sources": sources, **args, "costs": price}
     h.update(json.dumps(head, sort_keys=True).encode())
     return h.hexdigest() if replay_cache.hash_requests(h, requests) else None
 

@@ -25,14 +25,6 @@ COUNTS = ("requests", "rejected", "met", "preemptions", "prefix_hits", "block_re
 SECONDS = ("prefill_s", "wasted_prefill_s")
 
 
-def _plain(obj: Any, cls: type) -> Optional[list]:
-    """`obj`'s fields in order when it is exactly a `cls` whose fields are ints, floats or strings."""
-    if type(obj) is not cls:
-        return None
-    values = [getattr(obj, f.name) for f in fields(cls)]
-    return values if all(type(v) in (int, float, str) for v in values) else None
-
-
 def serve_key(workload: Any, cost: Any, cost_type: type, args: Dict[str, Any]) -> Optional[str]:
     """The cache key of one `serve` run, or None when it is not to be cached (the module docstring);
     `cost_type`: the server's `PrefillCost` (passed in: the server imports this file)."""
@@ -44,11 +36,11 @@ def serve_key(workload: Any, cost: Any, cost_type: type, args: Dict[str, Any]) -
         if type(tenant) is not Tenant or type(name) is not str:
             return None
         head = [getattr(tenant, f.name) for f in fields(Tenant) if f.name != "service"]
-        service = _plain(tenant.service, ServiceClass)
+        service = replay_cache.plain_fields(tenant.service, ServiceClass)
         if service is None or not all(type(v) in (int, float, str) for v in head):
             return None
         tenants.append([name, head, service])
-    price = _plain(cost, cost_type)
+    price = replay_cache.plain_fields(cost, cost_type)
     if price is None or not all(type(t) is str for t in workload.tenant_of) \
             or not all(type(v) in (bool, int, float, str) for v in args.values()):
         return None

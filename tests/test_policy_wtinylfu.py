@@ -136,3 +136,18 @@ def test_the_hook_paths_add_counts_a_repeated_position_twice():
         assert type(sketch.estimate(key)) is int
     sketch.decay()
     assert sketch.counters.tolist() == [c >> 1 for c in expected]
+
+
+def test_a_policy_copies_and_pickles_and_its_copy_counts_on_its_own():
+    """The sketch's counters are read through one view kept beside them; a copy (deepcopy, pickle)
+    gets a view of its own counters, so counting in one never moves the other."""
+    import copy
+    import pickle
+
+    p = make_policy("wtinylfu", 100)
+    p.schedule([(k, 1) for k in (1, 2, 1, 3)])
+    for twin in (copy.deepcopy(p), pickle.loads(pickle.dumps(p))):
+        assert twin.sketch.counters.tolist() == p.sketch.counters.tolist()
+        before = p.sketch.counters.tolist()
+        twin.touch(99, 1)  # a miss: counted in the sketch
+        assert p.sketch.counters.tolist() == before and sum(twin.sketch.counters.tolist()) > sum(before)

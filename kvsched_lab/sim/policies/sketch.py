@@ -27,7 +27,7 @@ from __future__ import annotations
 
 import hashlib
 import math
-from typing import Dict, Hashable, List, Sequence
+from typing import Any, Dict, Hashable, List, Sequence
 
 import numpy as np
 
@@ -97,8 +97,16 @@ class CountingBloomFilter:
         self.hashes = int(math.ceil(0.693147180559945 * per_key))
         self.num_counters = max(int(math.ceil(per_key * entries)), 2 * self.hashes)
         # numpy, so that the fast replay adds a whole stretch of counts at once (wtinylfu_replay.py)
-        self.counters = np.zeros(self.num_counters, dtype=np.int64)
+        self.counters = np.zeros(self.num_counters, dtype=np.int64)  # changed in place only, so ...
+        self._cells = memoryview(self.counters)  # ... one view serves every touch (a new one each cost a third more)
         self._slots: Dict[Hashable, List[int]] = {}
+
+    def __getstate__(self) -> Dict[str, Any]:  # a memoryview neither copies nor pickles: made again
+        return {k: v for k, v in vars(self).items() if k != "_cells"}
+
+    def __setstate__(self, state: Dict[str, Any]) -> None:
+        vars(self).update(state)
+        self._cells = memoryview(self.counters)
 
     def slots(self, key: Hashable) -> List[int]:
         """The counter positions of `key` (computed once)."""
@@ -122,12 +130,12 @@ class CountingBloomFilter:
     # One key's ten counters are read and written through a memoryview of the array: its items
     # are Python ints, about twice as fast as numpy's per-call `add.at` or fancy indexing on ten.
     def add(self, key: Hashable) -> None:
-        cells = memoryview(self.counters)
+        cells = self._cells
         for i in self.slots(key):  # one at a time: a position twice is counted twice
             cells[i] += 1
 
     def estimate(self, key: Hashable) -> int:
-        return min(map(memoryview(self.counters).__getitem__, self.slots(key)))
+        return min(map(self._cells.__getitem__, self.slots(key)))
 
     def decay(self) -> None:
         """Halve every counter (integer halving, as libCacheSim's shift)."""

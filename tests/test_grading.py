@@ -268,7 +268,7 @@ def test_statuses_and_feedback_say_what_happened(batch):
     broken = _feedback(batch, "nb-broken")
     assert "02_score.ipynb, cell 3 defines _score but is not tagged todo:score" in broken
     assert "ran out of time" in broken and "ValueError: boom" in broken
-    assert "SyntaxError" in broken and "defines no function named snapshot (it defines snap)" in broken
+    assert "SyntaxError" in broken and "defines no function named ` snapshot ` (it defines ` snap `)" in broken
     exits = _feedback(batch, "exits.py")
     assert "SystemExit: 3" in exits and "exited with status 7" in exits
     assert "MemoryError" in _feedback(batch, "hog.py")

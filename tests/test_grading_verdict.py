@@ -645,6 +645,35 @@ def _statuses():
     return out
 
 
+def test_why_the_code_could_not_be_loaded_reads_in_chinese_in_zh_feedback(reference):
+    """The harness's own reasons for loading no function (none of that name in the cell, no such
+    class or method, not a plain function) reached a learner graded in Chinese in English, as data.
+    Now each reads as the grader's own line, with only the learner's names in code spans; what the
+    learner's code raised, even in the same words, stays data."""
+    from english_prose import CJK, english_prose
+
+    from kvsched_lab.grading.kernel import harness
+
+    sources = {("cell", "def snap(self):\n    return []\n"): "snap", ("cell", "x = 1\n"): None,
+               ("py", "class KVSim:\n    pass\n"): "KVSim", ("py", "x = 1\n"): None,
+               ("py", "class KVCacheSchedulerSim:\n    pass\n"): None,
+               ("py", "class KVCacheSchedulerSim:\n    snapshot = staticmethod(len)\n"): "staticmethod"}
+    for (kind, source), name in sources.items():
+        with pytest.raises(harness.LoadProblem) as raised:
+            harness.load_learner("snapshot", kind, source)
+        line = judge("snapshot", {"load": str(raised.value)}, reference).lines[0]
+        zh, en = line.render("zh"), str(line)
+        assert CJK.search(zh) and not english_prose(zh), zh
+        for words in ("defines", "has no method", "must be"):
+            assert words not in zh, (words, zh)
+        assert en.startswith("Your code could not be loaded: ") and "` " + str(raised.value) not in en, en
+        if name is not None:
+            assert f"` {name} `" in zh and f"` {name} `" in en, (zh, en)
+    spoken = "LookupError: " + harness.NO_CLASS  # the learner's own exception, in the harness's words
+    line = judge("snapshot", {"load": spoken}, reference).lines[0]
+    assert line.render("zh") == f"无法加载你的代码：` {spoken} `"
+
+
 @pytest.mark.skipif(not hasattr(__import__("os"), "fork"), reason="the harness forks")
 def test_the_harnesss_own_texts_read_in_chinese_in_zh_feedback(reference):
     """How a case's process ended, why the rest were not run, what the file raised at import: the

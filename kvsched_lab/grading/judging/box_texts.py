@@ -2,7 +2,8 @@
 
 harness.py writes a few texts of its own into a result: how a case's process ended (`KILLED`,
 `EXITED`), why the rest of the cases were not run (`BUDGET_USED`, `IN_A_ROW`), what the file raised
-at import (`RAISED_AT_IMPORT`). They are the box's report, in English. The grader reads each back by
+at import (`RAISED_AT_IMPORT`), why no function could be taken from the code (`NO_FUNCTION`,
+`NO_CLASS`, each maybe with `DEFINES`; `NO_METHOD`, `NOT_PLAIN`). They are the box's report, in English. The grader reads each back by
 the template it was written from and gives the learner a line of its own, a `Deferred` rendered in
 the feedback's language; what the learner's code controls in one (an exception's text) stays data,
 in a code span. A text of no template (a result the harness did not write) is shown as data too.
@@ -12,12 +13,14 @@ from __future__ import annotations
 import re
 from typing import Dict, Optional
 
-from kvsched_lab.grading.kernel.harness import BUDGET_USED, EXITED, IN_A_ROW, KILL_HINTS, KILLED, RAISED_AT_IMPORT
+from kvsched_lab.grading.kernel.harness import (
+    BUDGET_USED, DEFINES, EXITED, IN_A_ROW, KILL_HINTS, KILLED, NO_CLASS, NO_FUNCTION, NO_METHOD, NOT_PLAIN, RAISED_AT_IMPORT,
+)
 from kvsched_lab.grading.learner.writers import inline
 from kvsched_lab.i18n.messages import Deferred as _  # feedback lines: rendered in --lang's language when written
 
 # What a field of a template may hold where "anything" would be ambiguous.
-FIELD_PATTERNS = {"signal": r"\S+", "status": r"\d+", "count": r"\d+"}
+FIELD_PATTERNS = {"signal": r"\S+", "status": r"\d+", "count": r"\d+", "todo": r"\w+", "method": r"\w+"}
 
 
 def fields(template: str, text: str) -> Optional[Dict[str, str]]:
@@ -60,4 +63,30 @@ def import_note(text: str) -> str:
     raised = fields(RAISED_AT_IMPORT, text)
     if raised is not None:
         return _("the file raised {error} at import, after defining the class", error=inline(raised["error"]))
+    return inline(text)
+
+
+def load_problem(text: str) -> str:
+    """Why the learner's code could not be loaded (a result's ``load``): the harness's own reason, or
+    what the code raised (data)."""
+    for template in (NO_FUNCTION, NO_FUNCTION + DEFINES):
+        found = fields(template, text)
+        if found is not None:
+            cell = inline(f"todo:{found['todo']}")
+            if "names" in found:
+                return _("the {cell} cell defines no function named {method} (it defines {names})",
+                         cell=cell, method=inline(found["method"]), names=inline(found["names"]))
+            return _("the {cell} cell defines no function named {method}", cell=cell, method=inline(found["method"]))
+    if text == NO_CLASS:
+        return _("the file defines no class KVCacheSchedulerSim")
+    found = fields(NO_CLASS + DEFINES, text)
+    if found is not None:
+        return _("the file defines no class KVCacheSchedulerSim (it defines {classes})", classes=inline(found["names"]))
+    found = fields(NO_METHOD, text)
+    if found is not None:
+        return _("KVCacheSchedulerSim has no method {method}", method=inline(found["method"]))
+    found = fields(NOT_PLAIN, text)
+    if found is not None:
+        return _("{method} must be a plain function taking self, not {kind}",
+                 method=inline(found["method"]), kind=inline(found["kind"]))
     return inline(text)

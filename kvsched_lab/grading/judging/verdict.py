@@ -24,7 +24,7 @@ from typing import Any, Dict, List, Optional
 import kvsched_lab
 from kvsched_lab.grading.kernel import observe
 from kvsched_lab.grading.kernel.audit import MAX_REVIEW_NOTES
-from kvsched_lab.grading.judging.box_texts import how_it_ended, import_note, why_stopped
+from kvsched_lab.grading.judging.box_texts import how_it_ended, import_note, load_problem, why_stopped
 from kvsched_lab.grading.judging.cases import hidden_cases
 from kvsched_lab.grading.judging.compare import errors_in, first_mismatch
 from kvsched_lab.grading.judging.stubs import known_stubs
@@ -160,7 +160,7 @@ def judge(todo: str, result: Optional[dict], ref: Reference, reveal: bool = Fals
     if result is None:
         return TodoGrade("error", total=n, lines=[_("The grading cell for this TODO did not finish.")])
     if result.get("load"):
-        return TodoGrade("error", total=n, lines=[_("Your code could not be loaded: {why}", why=inline(result["load"]))])
+        return TodoGrade("error", total=n, lines=[_("Your code could not be loaded: {why}", why=load_problem(result["load"]))])
     if result.get("stub"):
         return TodoGrade("not attempted", total=n, lines=[_("The method is the skeleton's unchanged stub.")])
     every = observe.observed(result, len(ref.cases))

@@ -48,6 +48,12 @@ EXITED = "the process exited with status {status} (os._exit or a crash)"
 BUDGET_USED = "time budget used up"
 IN_A_ROW = "{count} cases in a row timed out"
 RAISED_AT_IMPORT = "the file raised {error} at import, after defining the class"
+# Why `load_learner` could not find the learner's function, in its own words (a `LoadProblem`).
+NO_FUNCTION = "the todo:{todo} cell defines no function named {method}"
+NO_CLASS = "the file defines no class KVCacheSchedulerSim"
+DEFINES = " (it defines {names})"  # after NO_FUNCTION or NO_CLASS, when the code defines others
+NO_METHOD = "KVCacheSchedulerSim has no method {method}"
+NOT_PLAIN = "{method} must be a plain function taking self, not {kind}"
 _TICK = os.sysconf("SC_CLK_TCK") if hasattr(os, "sysconf") else 100
 # What the parent reports about the results channel itself, whatever the child's audit says.
 CHANNEL_GAP = "tampered with the results channel: lines lost or repeated (closed, redirected, or shared by a fork)"
@@ -112,6 +118,10 @@ def _confine(budget: float) -> None:
         pass
 
 
+class LoadProblem(Exception):
+    """The learner's code ran but holds no usable function; the text is one of the templates above."""
+
+
 def load_learner(todo: str, kind: str, source: str) -> Any:
     """The learner's function for `todo` from a TODO cell (`kind` "cell") or a .py file ("py").
 
@@ -124,8 +134,8 @@ def load_learner(todo: str, kind: str, source: str) -> Any:
         fn = ns.get(method)
         if fn is None:
             defined = sorted(k for k, v in ns.items() if inspect.isfunction(v))
-            raise LookupError(f"the todo:{todo} cell defines no function named {method}"
-                              + (f" (it defines {', '.join(defined)})" if defined else ""))
+            raise LoadProblem(NO_FUNCTION.format(todo=todo, method=method)
+                              + (DEFINES.format(names=", ".join(defined)) if defined else ""))
     else:
         module = types.ModuleType("submission")  # a real module: dataclasses look their module up
         sys.modules["submission"] = module
@@ -139,13 +149,12 @@ def load_learner(todo: str, kind: str, source: str) -> Any:
         cls = ns.get("KVCacheSchedulerSim")
         if not isinstance(cls, type):
             classes = sorted(k for k, v in ns.items() if isinstance(v, type) and not k.startswith("_"))
-            raise LookupError("the file defines no class KVCacheSchedulerSim"
-                              + (f" (it defines {', '.join(classes)})" if classes else ""))
+            raise LoadProblem(NO_CLASS + (DEFINES.format(names=", ".join(classes)) if classes else ""))
         fn = inspect.getattr_static(cls, method, None)
         if fn is None:
-            raise LookupError(f"KVCacheSchedulerSim has no method {method}")
+            raise LoadProblem(NO_METHOD.format(method=method))
     if not inspect.isfunction(fn):
-        raise TypeError(f"{method} must be a plain function taking self, not {type(fn).__name__}")
+        raise LoadProblem(NOT_PLAIN.format(method=method, kind=type(fn).__name__))
     if fn is inspect.getattr_static(SchedulerSkeleton, method):
         return None
     return fn
@@ -169,6 +178,9 @@ def _child(todo: str, kind: str, source: str, start: int, wfd: int) -> None:
         before = fingerprint_modules()
         try:
             fn = load_learner(todo, kind, source)
+        except LoadProblem as e:  # the harness's words, read back by their template
+            channel.send({"load": str(e)})
+            return
         except BaseException as e:
             channel.send({"load": error_text(e)})
             return

@@ -43,7 +43,10 @@ Layout: ``r_list`` is an `OrderedDict`, least recent first; ``sr_list``, ``histo
 ghosts are `LazyFifo`s (cacheus_fifo.py: a dict and a deque of arrival order), oldest first (SR's
 values are the block's flags, H's its size, flag and count); ``block_size`` is the size every touch
 so far had (0 once two differ), which the fast loop needs; ``freq`` maps a cached key to its count and
-``by_freq`` a count to an insertion-ordered dict of its keys (victim: the last). O(1) per touch but
+``by_freq`` a count to an insertion-ordered dict of its keys (victim: the last; a plain dict, not an
+`OrderedDict`: a hit moves a key between two of them and an eviction takes one out, and a plain dict
+does each in one hash operation, where an `OrderedDict` looks the key up again for its linked node
+and allocates or frees that node; ``next(reversed(d))`` reads the last key). O(1) per touch but
 for the walk up to the next used count when the lowest empties. Replays of one block size run
 the same rules in the inlined loop of cacheus_replay.py.
 """
@@ -83,7 +86,7 @@ class CacheusPolicy(Policy):
         self.new_in_history = 0  # SR-LRU's C_new: new blocks that ever went to H (never decremented)
         # CR-LFU: counts, and per count the keys in the order they reached it.
         self.freq: Dict[Hashable, int] = {}
-        self.by_freq: Dict[int, "OrderedDict[Hashable, None]"] = {1: OrderedDict()}  # the last key is the victim
+        self.by_freq: Dict[int, Dict[Hashable, None]] = {1: {}}  # the last key is the victim
         self.min_freq = self.max_freq = 1
         # The learner: each expert's ghost (key -> bytes, LRU first), weights and learning rate.
         self.ghost_lru, self.ghost_lfu = LazyFifo(), LazyFifo()

@@ -30,7 +30,6 @@ from __future__ import annotations
 
 import math
 from bisect import bisect_left
-from collections import OrderedDict
 from typing import Any, Hashable, Iterable, List, Sequence
 
 from kvsched_lab.sim.events import ADD, EVICT, REUSE, SKIP
@@ -47,7 +46,7 @@ def link(freq: dict, by_freq: dict, key: Hashable, f: int) -> None:
     freq[key] = f
     node = by_freq.get(f)
     if node is None:
-        node = by_freq[f] = OrderedDict()
+        node = by_freq[f] = {}
     node[key] = None
 
 
@@ -173,7 +172,7 @@ def replay_one_size(policy: Any, hash_id_lists: Iterable[Sequence[Hashable]], by
                     freq[key] = f
                     up = by_freq.get(f)
                     if up is None:
-                        up = by_freq[f] = OrderedDict()
+                        up = by_freq[f] = {}
                         if f > max_f:
                             max_f = f
                     up[key] = None

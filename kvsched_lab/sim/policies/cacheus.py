@@ -99,10 +99,6 @@ class CacheusPolicy(Policy):
         self.unlearn = 0
         self.interval_hits = 0
         self.block_size: Optional[int] = None  # every touch's size so far (None: no touch yet; 0: mixed)
-        # The largest key that ever missed, while all were ints; inf once one was not. An int
-        # above it never missed, so it is in no structure: the bench's traces number blocks in
-        # order of first appearance, so most misses are such keys, which the fast loop need not look up.
-        self.key_bound: float = -math.inf
 
     def next_rand(self) -> int:
         """libCacheSim's ``next_rand``: one Lehmer step, the state's high 64 bits."""
@@ -122,10 +118,6 @@ class CacheusPolicy(Policy):
             self._hit(prefix)
             self.log.emit(REUSE, prefix)
         else:
-            if type(prefix) is not int:  # a bool, a float, a numpy int may equal an int key
-                self.key_bound = math.inf
-            elif prefix > self.key_bound:
-                self.key_bound = prefix
             self._regret(prefix)
             while self.current_bytes + bytes_ > self.capacity_bytes:
                 self._evict()

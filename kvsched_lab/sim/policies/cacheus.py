@@ -46,8 +46,9 @@ so far had (0 once two differ), which the fast loop needs; ``freq`` maps a cache
 ``by_freq`` a count to an insertion-ordered dict of its keys (victim: the last; a plain dict, not an
 `OrderedDict`: a hit moves a key between two of them and an eviction takes one out, and a plain dict
 does each in one hash operation, where an `OrderedDict` looks the key up again for its linked node
-and allocates or frees that node; ``next(reversed(d))`` reads the last key). O(1) per touch but
-for the walk up to the next used count when the lowest empties. Replays of one block size run
+and allocates or frees that node; ``next(reversed(d))`` reads the last key, stepping in C over
+the slots of keys deleted at the end until the dict next resizes). O(1) per touch but
+for the walk up to the next used count when the lowest empties, and that stepping. Replays of one block size run
 the same rules in the inlined loop of cacheus_replay.py.
 """
 from __future__ import annotations

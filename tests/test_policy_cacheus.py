@@ -7,7 +7,6 @@ learning-rate updates, and blocks of two bytes skipped when R's target is one by
 of one byte the last placed block at count 1 is often evicted while the newest, not yet placed
 (cacheus_replay.py's `pending`), keeps count 1 in use.
 """
-import math
 import random
 
 import pytest
@@ -21,7 +20,7 @@ from policy_helpers import replay_by_touch
 def state(p):
     return (list(p.log.events()), dict(p.entries), p.snapshot(), p.current_bytes, p.time, p.hits,
             list(p.r_list.items()), p.sr_list.ordered_items(), p.history.ordered_items(),
-            p.ghost_lru.ordered_items(), p.ghost_lfu.ordered_items(), p.block_size, p.key_bound,
+            p.ghost_lru.ordered_items(), p.ghost_lfu.ordered_items(), p.block_size,
             {f: list(keys) for f, keys in p.by_freq.items()}, dict(p.freq),
             p.r_bytes, p.sr_bytes, p.history_bytes, p.ghost_lru_bytes, p.ghost_lfu_bytes,
             p.sr_target, p.r_target, p.demoted, p.new_in_history, p.min_freq, p.max_freq,
@@ -104,15 +103,3 @@ def test_draws_owed_while_w_lru_is_over_099_leave_the_generator_where_the_hook_p
     assert fast.replay_requests(lists[head:], 1) == replay_by_touch(slow, lists[head:], 1)
     assert state(fast) == state(slow)
 
-
-def test_keys_that_equal_ints_end_the_shortcut_for_unseen_keys():
-    """The fast loop takes an int above every key missed so far for one in no structure
-    (`key_bound`); True equals 1 and 2.0 equals 2, so once such a key is cached 1 and 2 must be
-    hits there as on the hook path, and the shortcut stays off."""
-    lists = [[True, 2.0], [5], [1, 2, 6], [7, 1]]
-    fast, slow = make_policy("cacheus", 20), make_policy("cacheus", 20)
-    assert fast.replay_requests(lists, 1) == replay_by_touch(slow, lists, 1) == [0, 0, 2, 0]
-    assert state(fast) == state(slow) and fast.key_bound == math.inf
-    ints = make_policy("cacheus", 4)
-    ints.replay_requests([[3, 9], [4]], 1)
-    assert ints.key_bound == 9

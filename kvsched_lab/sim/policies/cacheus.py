@@ -43,8 +43,12 @@ Layout: ``r_list`` is an `OrderedDict`, least recent first; ``sr_list``, ``histo
 ghosts are `LazyFifo`s (cacheus_fifo.py: a dict and a deque of arrival order), oldest first (SR's
 values are the block's flags, H's its size, flag and count); ``block_size`` is the size every touch
 so far had (0 once two differ), which the fast loop needs; ``freq`` maps a cached key to its count and
-``by_freq`` a count to an insertion-ordered dict of its keys (victim: the last). O(1) per touch but
-for the walk up to the next used count when the lowest empties. Replays of one block size run
+``by_freq`` a count to an insertion-ordered dict of its keys (victim: the last; a plain dict, not an
+`OrderedDict`: a hit moves a key between two of them and an eviction takes one out, and a plain dict
+does each in one hash operation, where an `OrderedDict` looks the key up again for its linked node
+and allocates or frees that node; ``next(reversed(d))`` reads the last key, stepping in C over
+the slots of keys deleted at the end until the dict next resizes). O(1) per touch but
+for the walk up to the next used count when the lowest empties, and that stepping. Replays of one block size run
 the same rules in the inlined loop of cacheus_replay.py.
 """
 from __future__ import annotations
@@ -83,7 +87,7 @@ class CacheusPolicy(Policy):
         self.new_in_history = 0  # SR-LRU's C_new: new blocks that ever went to H (never decremented)
         # CR-LFU: counts, and per count the keys in the order they reached it.
         self.freq: Dict[Hashable, int] = {}
-        self.by_freq: Dict[int, "OrderedDict[Hashable, None]"] = {1: OrderedDict()}  # the last key is the victim
+        self.by_freq: Dict[int, Dict[Hashable, None]] = {1: {}}  # the last key is the victim
         self.min_freq = self.max_freq = 1
         # The learner: each expert's ghost (key -> bytes, LRU first), weights and learning rate.
         self.ghost_lru, self.ghost_lfu = LazyFifo(), LazyFifo()
@@ -96,10 +100,6 @@ class CacheusPolicy(Policy):
         self.unlearn = 0
         self.interval_hits = 0
         self.block_size: Optional[int] = None  # every touch's size so far (None: no touch yet; 0: mixed)
-        # The largest key that ever missed, while all were ints; inf once one was not. An int
-        # above it never missed, so it is in no structure: the bench's traces number blocks in
-        # order of first appearance, so most misses are such keys, which the fast loop need not look up.
-        self.key_bound: float = -math.inf
 
     def next_rand(self) -> int:
         """libCacheSim's ``next_rand``: one Lehmer step, the state's high 64 bits."""
@@ -119,10 +119,6 @@ class CacheusPolicy(Policy):
             self._hit(prefix)
             self.log.emit(REUSE, prefix)
         else:
-            if type(prefix) is not int:  # a bool, a float, a numpy int may equal an int key
-                self.key_bound = math.inf
-            elif prefix > self.key_bound:
-                self.key_bound = prefix
             self._regret(prefix)
             while self.current_bytes + bytes_ > self.capacity_bytes:
                 self._evict()

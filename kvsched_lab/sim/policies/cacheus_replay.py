@@ -15,8 +15,6 @@ between misses (a miss costs about 20 dictionary operations, so each one left ou
   ``(x % 100) / 100 < w_lru`` is compared as the integer ``x % 100`` with the count of hundredths
   below ``w_lru``. Above 0.99 every draw picks SR-LRU, so the loop only counts them (`owed`) and
   takes them in one modular power when a draw decides again, at rule 4 and at the end.
-- A miss of an int above every key that missed before (``key_bound``) is of a block in no
-  structure: the cache, the ghosts and H are not looked up (most misses of the bench's traces).
 - SR, H and the ghosts are added to and trimmed through their `LazyFifo`'s dict and deque, and
   a request's prefix hits are counted in the loop, not through `prefix_hits`.
 - The newest block, new at count 1, is CR-LFU's next victim, and the next eviction takes it about
@@ -30,7 +28,6 @@ from __future__ import annotations
 
 import math
 from bisect import bisect_left
-from collections import OrderedDict
 from typing import Any, Hashable, Iterable, List, Sequence
 
 from kvsched_lab.sim.events import ADD, EVICT, REUSE, SKIP
@@ -47,7 +44,7 @@ def link(freq: dict, by_freq: dict, key: Hashable, f: int) -> None:
     freq[key] = f
     node = by_freq.get(f)
     if node is None:
-        node = by_freq[f] = OrderedDict()
+        node = by_freq[f] = {}
     node[key] = None
 
 
@@ -111,7 +108,6 @@ def replay_one_size(policy: Any, hash_id_lists: Iterable[Sequence[Hashable]], by
     lru_below = bisect_left(CENTS, w_lru)  # draws x with (x % 100) / 100 < w_lru: x % 100 below this
     hits_before = hits - policy.interval_hits  # the interval's hits: hits - hits_before
     state = policy.rand_state
-    bound = policy.key_bound  # a key above it, an int, is in no structure (cacheus.py)
     owed = 0  # draws not yet taken: while w_lru > 0.99 every one picks SR-LRU, so only their number counts
     ones = by_freq[1]  # count 1's keys (buckets are never dropped): every new block joins them
     # Each eviction names two candidates; both are remembered between misses (None: look again):
@@ -143,8 +139,7 @@ def replay_one_size(policy: Any, hash_id_lists: Iterable[Sequence[Hashable]], by
             out.append(n)
             for key in ids:
                 time += 1
-                unseen = key.__class__ is int and key > bound  # never missed before: in no structure
-                if not unseen and (key in entries or key == pending):  # a hit: both experts
+                if key in entries or key == pending:  # a hit: both experts
                     if pending is not None:
                         place(pending)
                         pending = None
@@ -173,7 +168,7 @@ def replay_one_size(policy: Any, hash_id_lists: Iterable[Sequence[Hashable]], by
                     freq[key] = f
                     up = by_freq.get(f)
                     if up is None:
-                        up = by_freq[f] = OrderedDict()
+                        up = by_freq[f] = {}
                         if f > max_f:
                             max_f = f
                     up[key] = None
@@ -184,11 +179,7 @@ def replay_one_size(policy: Any, hash_id_lists: Iterable[Sequence[Hashable]], by
                 else:
                     # Rule 3. A block is in one ghost at most: it enters one only when evicted,
                     # and its miss, before it is cached again, took it out of both.
-                    if unseen:
-                        bound = key
-                    elif key.__class__ is not int:  # it may equal an int key: no more shortcuts
-                        bound = math.inf
-                    elif key in gl_items:
+                    if key in gl_items:
                         ghost_lru.remove(key)
                         gl_room += 1
                         w_lru *= exp(-lr)
@@ -289,7 +280,7 @@ def replay_one_size(policy: Any, hash_id_lists: Iterable[Sequence[Hashable]], by
                         if f == min_f and not node and pending is None:  # (pending: count 1 is used)
                             min_f = next_used(by_freq, min_f, max_f, -1 if gone == lfu_key else min_f)
                             top = None
-                    past = None if unseen else h_get(key)
+                    past = h_get(key)
                     if b > (sr_target if past is None else r_target):  # SR-LRU's can_insert
                         room += 1
                         emit((SKIP, key) if gone is None else (evict, gone, SKIP, key))
@@ -372,7 +363,6 @@ def replay_one_size(policy: Any, hash_id_lists: Iterable[Sequence[Hashable]], by
             place(pending)
         if time != policy.time:
             policy.block_size = b
-        policy.key_bound = bound
         policy.current_bytes, policy.hits, policy.time = len(entries) * b, hits, time
         policy.r_bytes, policy.sr_bytes, policy.history_bytes = len(r_list) * b, len(sr_list) * b, len(history) * b
         policy.ghost_lru_bytes, policy.ghost_lfu_bytes = len(ghost_lru) * b, len(ghost_lfu) * b

@@ -92,10 +92,10 @@ def test_batch_positions_are_the_scalar_hashs():
     sketch = CountingBloomFilter(7920)
     for keys in (ints, mixed, [-1, 5], [2 ** 64, 5]):
         rows = sketch.positions(keys)
-        assert rows.shape == (len(keys), sketch.hashes)
-        for key, row in zip(keys, rows.tolist()):
+        assert rows.shape == (sketch.hashes, len(keys))  # a column a key
+        for key, row in zip(keys, rows.T.tolist()):
             assert row == list(CountingBloomFilter(7920).slots(key)), key
-    assert sketch.positions([["unhashable"]]).shape == (1, sketch.hashes)  # hashed by its bytes
+    assert sketch.positions([["unhashable"]]).shape == (sketch.hashes, 1)  # hashed by its bytes
 
 
 @pytest.mark.parametrize("per_call", [1, 25])

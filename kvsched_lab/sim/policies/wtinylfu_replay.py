@@ -53,7 +53,7 @@ VICTIMS_AHEAD = 256  # main's next victims whose bounds a chunk computes up fron
 class _Counts:
     """The counts not yet added to the sketch's counters, and a chunk's bounds.
 
-    Access ``a`` (``a >= 0``) is the key at ``positions[a]``: some keys cached before the replay
+    Access ``a`` (``a >= 0``) is the key at column ``positions[:, a]``: some keys cached before the replay
     first (the window's, then main's next victims), then the replay's accesses in order.
     ``upper``/``lower`` are lists indexed by access; ``main_access`` maps a key in main to an
     access of it (its positions), where it has one."""
@@ -65,19 +65,21 @@ class _Counts:
         self.counted = first  # the replay's accesses before it have their own count in the counters
         self.pending: List[int] = []  # window exits: accesses whose key is counted once more
         self.uncounted: List[int] = []  # window hits: accesses after `counted` that count nothing
-        self.upper: List[int] = [0] * len(positions)
-        self.lower: List[int] = [0] * len(positions)
-        self.ceiling = self.counters  # per counter, at least its value anywhere in the chunk
+        self.upper: List[int] = [0] * positions.shape[1]
+        self.lower: List[int] = [0] * positions.shape[1]
+        # per counter, at least its value anywhere in the chunk; one buffer rewritten by each chunk,
+        # because a new array of the counters' size each chunk cost three times the copy (fresh pages)
+        self.ceiling = np.empty_like(self.counters)
         self.main_access: Dict[Hashable, int] = {}
 
     def flush(self, upto: int) -> None:
         """Count the accesses before `upto` and the notes (`upto` is at least `counted`)."""
         # add.at, not fancy +=: a key may have a position twice, and two keys may share one
-        np.add.at(self.counters, self.positions[self.counted:upto], 1)
+        np.add.at(self.counters, self.positions[:, self.counted:upto], 1)
         self.counted = upto
         for notes, step in ((self.pending, 1), (self.uncounted, -1)):
             if notes:
-                np.add.at(self.counters, self.positions[np.array(notes, dtype=np.intp)], step)
+                np.add.at(self.counters, self.positions[:, notes], step)
                 notes.clear()
 
     def exact(self, row: np.ndarray) -> int:
@@ -91,17 +93,18 @@ class _Counts:
     def chunk(self, start: int, stop: int, window_accesses: List[int]) -> None:
         """Bounds for the chunk of accesses ``start:stop``, the window holding `window_accesses`."""
         self.flush(start)
-        own = self.positions[start:stop]
-        waiting = self.positions[window_accesses]
-        ceiling = self.counters.copy()
+        own = self.positions[:, start:stop]
+        waiting = self.positions[:, window_accesses]
+        ceiling = self.ceiling
+        np.copyto(ceiling, self.counters)
         np.add.at(ceiling, own, 2)  # a miss and its exit, or a hit
         np.add.at(ceiling, waiting, 1)  # the exit of a block in the window now
-        self.ceiling = ceiling
-        self.upper[start:stop] = (ceiling[own].min(axis=1) - 1).tolist()  # less its own exit
-        self.lower[start:stop] = (self.counters[own].min(axis=1) + 1).tolist()  # plus its insertion
+        # `take`, not indexing: a slice of columns is not contiguous, and indexing with it is slower
+        self.upper[start:stop] = (ceiling.take(own).min(axis=0) - 1).tolist()  # less its own exit
+        self.lower[start:stop] = (self.counters.take(own).min(axis=0) + 1).tolist()  # plus its insertion
         if window_accesses:
-            ups = (ceiling[waiting].min(axis=1) - 1).tolist()
-            lows = self.counters[waiting].min(axis=1).tolist()  # inserted before: in the counters
+            ups = (ceiling[waiting].min(axis=0) - 1).tolist()
+            lows = self.counters[waiting].min(axis=0).tolist()  # inserted before: in the counters
             for a, up, low in zip(window_accesses, ups, lows):
                 self.upper[a], self.lower[a] = up, low
 
@@ -109,15 +112,15 @@ class _Counts:
         """The positions of `key`, in main; one cached before the replay and not hashed with it has
         the sketch's own (computed once)."""
         a = self.main_access.get(key)
-        return self.positions[a] if a is not None else self.sketch.slots(key)
+        return self.positions[:, a] if a is not None else self.sketch.slots(key)
 
     def victim_bounds(self, keys: List[Hashable]) -> Dict[Hashable, Tuple[int, int]]:
         """key -> (floor, ceiling) of its count in this chunk, for keys in main."""
         if all(k in self.main_access for k in keys):
-            rows = self.positions[[self.main_access[k] for k in keys]]
+            rows = self.positions[:, [self.main_access[k] for k in keys]]
         else:
-            rows = np.array([self.main_row(k) for k in keys], dtype=np.intp)
-        return dict(zip(keys, zip(self.counters[rows].min(axis=1).tolist(), self.ceiling[rows].min(axis=1).tolist())))
+            rows = np.array([self.main_row(k) for k in keys], dtype=np.intp).T
+        return dict(zip(keys, zip(self.counters[rows].min(axis=0).tolist(), self.ceiling[rows].min(axis=0).tolist())))
 
 
 def replay_one_size(policy: Any, hash_id_lists: Iterable[Sequence[Hashable]], bytes_: int) -> List[int]:
@@ -257,7 +260,7 @@ def _loop(policy: Any, lists: Sequence[Sequence[Hashable]], b: int, counts: _Cou
                     else:  # the bounds overlap: the exact counts
                         counts.flush(a)  # `key`'s own count comes after
                         floor = counts.exact(counts.main_row(m))
-                        admitted = counts.exact(counts.positions[wa]) > floor
+                        admitted = counts.exact(counts.positions[:, wa]) > floor
                     pend(wa)  # w's exit is counted after the comparison
                     if admitted:  # main's victim leaves; w enters probation (room: m's, or an empty probation)
                         if probation:

@@ -241,8 +241,9 @@ def _loop(policy: Any, lists: Sequence[Sequence[Hashable]], b: int, counts: _Cou
                     continue
                 # Rule 4, one eviction of libCacheSim's: while main has room the window's oldest
                 # blocks move into it (and an empty window evicts main's victim); then one comparison.
-                while cur > full and (prob_bytes + prot_bytes <= main_full or head == len(window)):
-                    if head < len(window):  # into main, which has room (never over its bytes)
+                # (the window's bytes, not its list's length, say whether it is empty: no call a miss)
+                while cur > full and (prob_bytes + prot_bytes <= main_full or not win_bytes):
+                    if win_bytes:  # into main, which has room (never over its bytes)
                         wa = window[head]
                         while wa == MOVED:  # a block's old place: its newer one comes later
                             head += 1

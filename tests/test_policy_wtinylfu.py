@@ -92,10 +92,10 @@ def test_batch_positions_are_the_scalar_hashs():
     sketch = CountingBloomFilter(7920)
     for keys in (ints, mixed, [-1, 5], [2 ** 64, 5]):
         rows = sketch.positions(keys)
-        assert rows.shape == (len(keys), sketch.hashes)
-        for key, row in zip(keys, rows.tolist()):
+        assert rows.shape == (sketch.hashes, len(keys))  # a column a key
+        for key, row in zip(keys, rows.T.tolist()):
             assert row == list(CountingBloomFilter(7920).slots(key)), key
-    assert sketch.positions([["unhashable"]]).shape == (1, sketch.hashes)  # hashed by its bytes
+    assert sketch.positions([["unhashable"]]).shape == (sketch.hashes, 1)  # hashed by its bytes
 
 
 @pytest.mark.parametrize("per_call", [1, 25])
@@ -151,3 +151,30 @@ def test_a_policy_copies_and_pickles_and_its_copy_counts_on_its_own():
         before = p.sketch.counters.tolist()
         twin.touch(99, 1)  # a miss: counted in the sketch
         assert p.sketch.counters.tolist() == before and sum(twin.sketch.counters.tolist()) > sum(before)
+
+
+@pytest.mark.parametrize("per_call", [7, 400])
+def test_window_hits_before_and_after_the_cache_fills(per_call):
+    """The fast loop keeps the window as a list of slots and finds a hit block's slot through a
+    map brought up to date only at window hits; a moved block leaves its old slot behind, skipped
+    when the window's exits reach it. Window hits while the window holds everything (before the
+    cache fills), on its newest block (an id twice in a row), twice on one block, and on a full
+    cache's small window, over calls that carry the window into the next one."""
+    rng = random.Random(11)
+    lists, fresh = [], iter(range(10 ** 6, 2 * 10 ** 6))
+    for _ in range(900):
+        ids = [next(fresh) for _ in range(rng.randint(1, 4))]
+        recent = [k for req in lists[-3:] for k in req]
+        if recent and rng.random() < 0.5:
+            ids.insert(rng.randrange(len(ids) + 1), rng.choice(recent))  # likely still in the window
+        if rng.random() < 0.2:
+            ids.append(ids[-1])  # the newest block hit at once
+        lists.append(ids)
+    fast, slow = make_policy("wtinylfu", 300), make_policy("wtinylfu", 300)
+    window_sizes = []
+    hit = slow._hit
+    slow._hit = lambda key: (key in slow.window and window_sizes.append(len(slow.window)), hit(key))
+    got = [h for i in range(0, len(lists), per_call) for h in fast.replay_requests(lists[i:i + per_call], 1)]
+    assert got == replay_by_touch(slow, lists, 1)
+    assert state(fast) == state(slow)
+    assert min(window_sizes) <= fast.window_bytes_max < 100 < max(window_sizes)  # both phases

@@ -118,14 +118,16 @@ class CountingBloomFilter:
         return got
 
     def positions(self, keys: Sequence[object]) -> np.ndarray:
-        """The counter positions of every key in `keys` (repeats included), one row each, as `slots`
-        computes them one key at a time. A key need not be hashable: it is hashed by its bytes."""
+        """The counter positions of every key in `keys` (repeats included), one column each (row i:
+        every key's i-th position), as `slots` computes them one key at a time. A key need not be
+        hashable: it is hashed by its bytes. Columns, because the fast replay takes a key's smallest
+        counter over its positions: numpy reduces ten long rows three times faster than many short ones."""
         values = _u64_array(keys)
         a = xxh64_u64_array(values, SEED_A).astype(np.uint32)  # the low 32 bits
         b = xxh64_u64_array(values, SEED_B).astype(np.uint32)
         steps = np.arange(self.hashes, dtype=np.uint32)
         # uint32 sums and products wrap modulo 2**32, as libCacheSim's unsigned ints do
-        return ((a[:, None] + steps * b[:, None]) % np.uint32(self.num_counters)).astype(np.intp)
+        return ((a + steps[:, None] * b) % np.uint32(self.num_counters)).astype(np.intp)
 
     # One key's ten counters are read and written through a memoryview of the array: its items
     # are Python ints, about twice as fast as numpy's per-call `add.at` or fancy indexing on ten.

@@ -14,7 +14,8 @@ def full_state(policy):
     """Everything a later decision reads: the log, the cache in both experts' orders, the counts,
     the ghosts, the weights and the generator."""
     return (list(policy.log.events()), list(policy.entries.items()), dict(policy.freq),
-            {f: list(node) for f, node in policy.by_freq.items()}, policy.min_freq, policy.max_freq,
+            {f: list(node) for f, node in policy.by_freq.items()}, list(policy.ones), dict(policy.ones_stale),
+            policy.min_freq, policy.max_freq, policy.key_bound,
             list(policy.ghost_lru.items()), list(policy.ghost_lfu.items()), policy.ghost_lru_bytes,
             policy.ghost_lfu_bytes, policy.w_lru, policy.w_lfu, policy.rand_state, policy.current_bytes,
             policy.time, policy.hits)
@@ -88,11 +89,12 @@ def test_every_bucket_is_in_lru_order(name):
     for i, ids in enumerate(hot_cold_requests(5, 25, 600)):
         policy.replay_requests([ids], 1) if i % 2 else replay_by_touch(policy, [ids], 1)
         rank = {k: n for n, k in enumerate(policy.entries)}
-        for f, node in policy.by_freq.items():
+        buckets = {**policy.by_freq, 1: list(policy.count_one_keys())}
+        for f, node in buckets.items():
             assert [rank[k] for k in node] == sorted(rank[k] for k in node), (i, f)
             assert all(policy.freq.get(k, 1) == f for k in node)
-        assert sum(map(len, policy.by_freq.values())) == len(policy.entries)
-        assert not policy.entries or policy.by_freq[policy.min_freq]
+        assert sum(map(len, buckets.values())) == len(policy.entries)
+        assert not policy.entries or buckets[policy.min_freq]
 
 
 def test_a_finished_requests_tail_leaves_before_its_head():
@@ -193,3 +195,69 @@ def test_a_ghost_of_another_size_sends_the_replay_touch_by_touch(name):
     assert fast.replay_requests(lists, 2) == replay_by_touch(slow, lists, 2)
     assert full_state(fast) == full_state(slow)
     assert fast.ghost_lfu_bytes + fast.ghost_lru_bytes != 2 * (len(fast.ghost_lfu) + len(fast.ghost_lru))
+
+
+def test_a_key_equal_to_an_int_turns_the_new_key_shortcut_off():
+    """An int above every int that missed skips the look-ups (most misses of the bench's traces),
+    but a float that missed may equal a later int: 7.0 is cached, so 7 is a hit, by hook and loop."""
+    lists = [[1, 2, 3], [7.0, 4], [7, 5], [6, 7]]
+    for name in ("lecar", "lecar-prefix"):
+        fast, slow = make_policy(name, 4), make_policy(name, 4)
+        assert fast.replay_requests(lists, 1) == replay_by_touch(slow, lists, 1) == [0, 0, 1, 0]
+        assert full_state(fast) == full_state(slow)
+        assert fast.key_bound == float("inf")
+    plain = make_policy("lecar", 50)
+    plain.replay_requests([[3, 1, 2], [2, 9]], 1)
+    assert plain.key_bound == 9
+
+
+def live_order(policy_ones, stale):
+    """The live keys of a count-1 order (a deque with counted stale copies), oldest first."""
+    skip, out = dict(stale), []
+    for key in policy_ones:
+        if skip.get(key):
+            skip[key] -= 1
+        else:
+            out.append(key)
+    return out
+
+
+@pytest.mark.parametrize("order, stale, keys, in_place", [
+    (["o", "a", "b", "c"], {}, ["c", "b", "a"], True),  # the request's own blocks at the end: reversed
+    (["o", "a", "b", "x"], {"x": 1}, ["b", "a"], False),  # a stale copy after them: a newer copy each
+    (["o", "x", "y", "x"], {"x": 1}, ["x", "y", "x"], True),  # the end matches with x twice, one copy stale
+    (["x", "o", "y", "x"], {"x": 1}, ["x", "y", "x"], False),  # x twice, the end does not match
+])
+def test_the_refresh_of_count_1s_order_moves_keys_as_one_at_a_time_would(order, stale, keys, in_place):
+    """`refresh_ones` puts `keys` (tail first) at the newest end of the live order, as moving each
+    to the end in turn does; taken off and put back reversed only when that is the same."""
+    from collections import deque
+
+    from kvsched_lab.sim.policies.lecar_replay import refresh_ones
+    expected = live_order(order, stale)
+    for key in keys:
+        expected.remove(key) if key in expected else None
+        expected.append(key)
+    ones, counts = deque(order), dict(stale)
+    refresh_ones(ones, counts, keys)
+    assert live_order(ones, counts) == expected
+    assert sum(counts.values()) == len(ones) - len(expected)
+    assert (len(ones) == len(order)) == in_place  # reversed in place: no new stale copy
+
+
+@pytest.mark.parametrize("name", ["lecar", "lecar-prefix"])
+def test_count_1s_order_is_rebuilt_when_stale_copies_pile_up(name):
+    """Blocks hit right after they arrive leave a stale copy each, and the evictions come from
+    counts above 1, so nothing drains `ones` from its front: it is rebuilt (at the same touch by
+    hook and loop), and stays within twice its live keys plus the slack."""
+    from kvsched_lab.sim.policies.lecar_replay import SLACK
+    lists = [[k, k] for k in range(3000)]  # each block hit at once: count 1 never loses its oldest
+    fast, slow = make_policy(name, 6), make_policy(name, 6)
+    longest = 0
+    for i in range(0, len(lists), 50):
+        fast.replay_requests(lists[i:i + 50], 1)
+        replay_by_touch(slow, lists[i:i + 50], 1)
+        assert full_state(fast) == full_state(slow)
+        longest = max(longest, len(fast.ones))
+        assert len(fast.ones) <= 2 * (len(fast.entries) - len(fast.freq)) + SLACK + 1
+    assert longest > SLACK // 2  # stale copies did pile up (3,000 without the rebuild)

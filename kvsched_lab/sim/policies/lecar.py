@@ -30,22 +30,27 @@ so its LeCaR matches this one as the first user of a fresh thread's generator, w
 crosscheck runs it.
 
 Layout. ``entries`` is an `OrderedDict` in LRU order; ``freq`` maps each key hit at least once to
-its frequency (the others, most blocks, have 1) and ``by_freq`` each frequency to an insertion-ordered dict of its keys (a bucket is never removed, so
-every frequency up to ``max_freq`` has one); ``min_freq`` is the lowest frequency in use. Ghosts
-are `OrderedDict`s key -> (bytes, eviction time). O(1) per touch but for the rare walk up to the
-next used frequency when the lowest one empties. A block's last touch is when it reached its
-frequency, so each bucket is in LRU order too: the experts agree exactly when the LRU block has
-the lowest frequency (lecar_replay.py's fast loop relies on it; tests/test_policy_lecar.py checks it).
+its frequency (the others, most blocks, have 1) and ``by_freq`` each frequency from 2 up to an
+insertion-ordered dict of its keys (a bucket is never removed, so every frequency from 2 to
+``max_freq`` has one); count 1's keys are a deque, ``ones``, oldest first, where a key hit (or
+refreshed by lecar-prefix) leaves a stale copy counted in ``ones_stale`` (dropped when it reaches
+the front, or all at once when stale copies outnumber the live keys). ``min_freq`` is the lowest
+frequency in use. Ghosts are `OrderedDict`s key -> (bytes, eviction time). O(1) per touch (amortised)
+but for the rare walk up to the next used frequency when the lowest one empties. A block's last
+touch is when it reached its frequency, so each bucket is in LRU order too: the experts agree
+exactly when the LRU block has the lowest frequency, and an evicted block of count 1 is always
+the oldest live key of ``ones`` (lecar_replay.py's fast loop relies on both; tests/test_policy_lecar.py checks them).
 `replay_requests` runs that loop (the hooks inlined, same decisions) when every block has the
 replay's size; `lecar-prefix` (lecar_prefix.py) adds two rules for whole requests.
 """
 from __future__ import annotations
 
-from collections import OrderedDict
-from typing import Dict, Hashable, Iterable, List, Optional, Sequence, Tuple
+import math
+from collections import OrderedDict, deque
+from typing import Deque, Dict, Hashable, Iterable, Iterator, List, Optional, Sequence, Tuple
 
 from kvsched_lab.sim.policies.base import Policy
-from kvsched_lab.sim.policies.lecar_replay import regret, replay_one_size
+from kvsched_lab.sim.policies.lecar_replay import compact_ones, pop_one, refresh_ones, regret, replay_one_size
 from kvsched_lab.sim.policies.lehmer import LEHMER_MULTIPLIER, LEHMER_SEED, MASK128, check_seed
 
 LEARNING_RATE = 0.45
@@ -61,9 +66,15 @@ class LeCaRPolicy(Policy):
         super().__init__(capacity_bytes, future=future)
         self.entries: "OrderedDict[Hashable, int]" = OrderedDict()  # LRU order, oldest first
         self.freq: Dict[Hashable, int] = {}  # cached keys hit at least once -> frequency (2+); the others have 1
-        # frequency -> its keys, first to reach it first. OrderedDict: popping a plain dict's first
-        # key again and again scans its deleted slots.
-        self.by_freq: Dict[int, "OrderedDict[Hashable, None]"] = {1: OrderedDict()}
+        # frequency (2+) -> its keys, first to reach it first. OrderedDict: popping a plain dict's
+        # first key again and again scans its deleted slots.
+        self.by_freq: Dict[int, "OrderedDict[Hashable, None]"] = {}
+        # Count 1's keys, oldest first, as a deque: every miss adds one and most evictions take
+        # the oldest, and a deque's two ends cost a fraction of an OrderedDict's insert and delete.
+        # A key hit (or refreshed by lecar-prefix) leaves a stale copy behind, counted in
+        # `ones_stale`; its copies all stand before its live one, and are dropped at the front.
+        self.ones: Deque[Hashable] = deque()
+        self.ones_stale: Dict[Hashable, int] = {}
         self.min_freq = 1
         self.max_freq = 1
         self.ghost_lru: "OrderedDict[Hashable, Tuple[int, int]]" = OrderedDict()  # key -> (bytes, evicted at)
@@ -75,29 +86,42 @@ class LeCaRPolicy(Policy):
         self.dr = DISCOUNT_AT_CAPACITY ** (1.0 / capacity_bytes)
         self.rand_state = check_seed(seed)
         self._expert = 0  # who chose the victim being evicted: 1 LRU, 2 LFU, 0 both
+        # Every int key that missed is at most this (inf once any other key missed): an int above
+        # it is in no structure. The bench's traces number blocks in order of first appearance,
+        # so most misses are such keys, and the fast loop skips their look-ups in the cache and ghosts.
+        self.key_bound: float = -math.inf
         # lecar-prefix's request state (lecar_prefix.py; unused while `prefix_rules` is off):
         self.finished: Sequence[Hashable] = ()  # the block ids of the request in progress
         self._last = False  # the block being touched is its prompt's last (bypassed on a miss)
 
     # -- the LFU expert's lists --------------------------------------------------------------
-    def _unlink_freq(self, key: Hashable) -> int:
-        f = self.freq.pop(key, 1)
-        node = self.by_freq[f]
-        del node[key]
-        if not node and f == self.min_freq:
+    def count_one_keys(self) -> Iterator[Hashable]:
+        """The cached keys of count 1, oldest first: `ones` without its stale copies."""
+        skip = dict(self.ones_stale)
+        for key in self.ones:
+            n = skip.get(key)
+            if n:
+                skip[key] = n - 1
+            else:
+                yield key
+
+    def _unlinked(self, f: int) -> None:
+        """A key left count `f` (its `freq` entry already gone or raised): the lowest count moves
+        up when that count emptied."""
+        if f == self.min_freq and (len(self.entries) == len(self.freq) if f == 1 else not self.by_freq[f]):
             while self.min_freq < self.max_freq:  # the walk up to the next used frequency
                 self.min_freq += 1
                 if self.by_freq.get(self.min_freq):
                     break
-        return f
 
     def _link_freq(self, key: Hashable, f: int) -> None:
-        if f > 1:  # most blocks are never hit: they stay out of `freq`
-            self.freq[key] = f
-        node = self.by_freq.get(f)
-        if node is None:
-            node = self.by_freq[f] = OrderedDict()
-        node[key] = None
+        if f == 1:  # most blocks are never hit: they stay out of `freq`
+            self.ones.append(key)
+        else:
+            node = self.by_freq.get(f)
+            if node is None:
+                node = self.by_freq[f] = OrderedDict()
+            node[key] = None
         if f > self.max_freq:
             self.max_freq = f
         if f < self.min_freq or len(self.entries) == 1:  # lower, or the only block
@@ -106,7 +130,15 @@ class LeCaRPolicy(Policy):
     # -- hooks ---------------------------------------------------------------------------------
     def on_hit(self, key: Hashable) -> None:
         self.entries.move_to_end(key)
-        self._link_freq(key, self._unlink_freq(key) + 1)
+        f = self.freq.get(key, 1)
+        self.freq[key] = f + 1
+        if f == 1:  # its copy in `ones` goes stale
+            self.ones_stale[key] = self.ones_stale.get(key, 0) + 1
+            compact_ones(self)
+        else:
+            del self.by_freq[f][key]
+        self._unlinked(f)
+        self._link_freq(key, f + 1)
 
     def begin_request(self, hash_ids: Sequence[Hashable]) -> None:
         if self.prefix_rules:  # lecar-prefix's rule 1: the previous request ended, its head becomes the newest
@@ -114,6 +146,10 @@ class LeCaRPolicy(Policy):
             self.finished = tuple(hash_ids)
 
     def on_miss(self, key: Hashable, size: int) -> bool:
+        if type(key) is not int:  # a bool, a float, a numpy int may equal an int key
+            self.key_bound = math.inf
+        elif key > self.key_bound:
+            self.key_bound = key
         if self._last:  # lecar-prefix's rule 2: a prompt's last block is not cached, nothing else changes
             return False
         ghost = self.ghost_lru.pop(key, None)
@@ -134,7 +170,7 @@ class LeCaRPolicy(Policy):
 
     def victim(self) -> Hashable:
         lru_key = next(iter(self.entries))
-        lfu_key = next(iter(self.by_freq[self.min_freq]))
+        lfu_key = next(self.count_one_keys() if self.min_freq == 1 else iter(self.by_freq[self.min_freq]))
         if lru_key == lfu_key:
             self._expert = 0
             return lru_key
@@ -145,7 +181,12 @@ class LeCaRPolicy(Policy):
         return lfu_key
 
     def on_evict(self, key: Hashable, size: int) -> None:
-        self._unlink_freq(key)
+        f = self.freq.pop(key, 1)
+        if f == 1:  # the oldest key of count 1 (its bucket is in LRU order): the front of `ones`
+            pop_one(self.ones, self.ones_stale, self.ones.popleft())
+        else:
+            del self.by_freq[f][key]
+        self._unlinked(f)
         if self._expert == 1:
             self.ghost_lru[key] = (size, self.time)
             self.ghost_lru_bytes += size
@@ -172,10 +213,16 @@ class LeCaRPolicy(Policy):
         """lecar-prefix's rule 1: the finished request `ids`, cached blocks refreshed tail to head,
         in the LRU list and in their frequency's bucket alike (no count changes)."""
         entries, freq, by_freq = self.entries, self.freq, self.by_freq
+        tail = []  # the cached blocks of count 1, tail first
         for key in reversed(ids):
             if key in entries:
                 entries.move_to_end(key)
-                by_freq[freq.get(key, 1)].move_to_end(key)
+                if key in freq:
+                    by_freq[freq[key]].move_to_end(key)
+                else:
+                    tail.append(key)
+        refresh_ones(self.ones, self.ones_stale, tail)
+        compact_ones(self)
 
     def _replay(self, hash_id_lists: Iterable[Sequence[Hashable]], bytes_: int) -> List[int]:
         return replay_one_size(self, hash_id_lists, bytes_)

@@ -5,13 +5,18 @@ keeps every field in a local and writes them back at the end, even if interrupte
 when every block (cached or remembered by a ghost) has the replay's one size; then a miss evicts
 at most one block and trims at most one ghost, so each ``while`` of the hooks is an ``if``, and
 the LFU expert's walk up to the next used frequency is skipped: the new block sets the lowest
-frequency back to 1 right after (and once the cache is full, every miss evicts). Two facts of the layout make it cheaper than the hooks:
+frequency back to 1 right after (and once the cache is full, every miss evicts). Facts of the layout make it cheaper than the hooks:
 
 - every frequency bucket is in LRU order (a block's last touch is when it reached its count), so
   the experts agree exactly when the LRU block has the lowest count: one look-up decides, and
   the LFU bucket is read only when they disagree;
 - the buckets are never removed, so every count up to ``max_freq`` has one: a hit reaches
-  ``f + 1`` by indexing, and creates a bucket only past the highest count.
+  ``f + 1`` by indexing, and creates a bucket only past the highest count;
+- count 1's order is a deque (lecar.py): a miss appends the new block and most evictions take
+  the oldest, two cheap ends where an `OrderedDict` paid an insert and a delete, each a look-up
+  and a linked node (in the bench's replay those two were about a quarter of the loop's time);
+- an int key above ``key_bound`` never missed before, so it is in no structure: most misses of
+  the bench's traces (182,790 of 237,000) skip their look-ups in the cache and both ghosts.
 
 And one fact of LeCaR's runs: once the LRU block has a count above the lowest, the experts go on
 disagreeing on it at every miss (on the bench's trace LFU's weight wins, so 84k of 229k victims
@@ -19,6 +24,7 @@ are LFU's while one hit block sits at the LRU end). The loop *holds* that block 
 stays the LRU block until it is hit, evicted or refreshed (lecar-prefix), or ``ones`` runs dry,
 and while it is held a miss draws at once instead of taking the LRU block out and putting it back.
 The lowest count is read only where it matters (``ones`` empty) and written back at the end.
+A draw is compared as the integer ``x % 100`` against the count of hundredths below ``w_lru``.
 
 With ``prefix_rules`` (lecar-prefix) it is also `PrefixLeCaRPolicy.begin_request` and its bypass
 of a prompt's last block. tests/test_policy_lecar.py and tests/test_policies.py check that this
@@ -27,9 +33,11 @@ loop and the hooks give the same prefix hits, log, entries, weights and draws.
 from __future__ import annotations
 
 import math
+from bisect import bisect_left
 from collections import OrderedDict
+from itertools import islice
 from operator import itemgetter
-from typing import Any, Hashable, Iterable, List, Sequence, Tuple
+from typing import Any, Dict, Hashable, Iterable, List, Sequence, Tuple
 
 from kvsched_lab.sim.events import ADD, EVICT, REUSE, SKIP
 from kvsched_lab.sim.policies.base import Policy, prefix_hits
@@ -47,6 +55,59 @@ def regret(w_up: float, w_other: float, lr: float, discount: float) -> Tuple[flo
 
 
 first = itemgetter(0)  # a ghost's bytes, from its (bytes, evicted at)
+CENTS = tuple(r / 100 for r in range(100))  # the draws' values: x % 100 = r draws r / 100
+
+
+SLACK = 64  # stale copies the count-1 order may hold beyond its live keys before it is rebuilt
+
+
+def pop_one(ones: Any, stale: Dict[Hashable, int], key: Hashable) -> Hashable:
+    """The oldest live key of the count-1 order `ones` (a deque), `key` just taken from its front:
+    the stale copies before it are dropped (`stale` counts each key's stale copies, which all
+    stand before its live one)."""
+    while True:
+        n = stale.get(key)
+        if not n:
+            return key
+        if n == 1:
+            del stale[key]
+        else:
+            stale[key] = n - 1
+        key = ones.popleft()
+
+
+def refresh_ones(ones: Any, stale: Dict[Hashable, int], keys: List[Hashable]) -> None:
+    """lecar-prefix's rule 1 in count 1's order: `keys` (count 1, cached, tail first) to the newest end.
+
+    Usually they are the order's newest copies, in request order (the request just added them):
+    then they are taken off and put back reversed. Each key's copies there are then the same in
+    number, and its last is still its live one, so the stale counts stay true (a key twice in
+    `keys` included). Otherwise each gets a newer copy, and its old one goes stale."""
+    n = len(keys)
+    if n and list(islice(reversed(ones), n)) == keys:
+        for _ in keys:
+            ones.pop()
+        ones.extend(keys)
+        return
+    for key in keys:
+        ones.append(key)
+        stale[key] = stale.get(key, 0) + 1
+
+
+def compact_ones(policy: Any) -> None:
+    """Rebuild the count-1 order from the cache once its stale copies (from hits and refreshes)
+    outnumber its live keys, so that blocks hit at once, or refreshed again and again, cannot
+    grow it without end. Checked where a copy goes stale, at the same points by hook and loop."""
+    ones, entries, freq = policy.ones, policy.entries, policy.freq
+    if len(ones) > 2 * (len(entries) - len(freq)) + SLACK:
+        ones.clear()  # in place: the fast loop holds its bound methods
+        ones.extend([k for k in entries if k not in freq])  # count 1's keys: every bucket is in LRU order
+        policy.ones_stale.clear()
+
+
+def lru_draws_below(w_lru: float) -> int:
+    """How many of the values ``x % 100`` pick LRU's block (``(x % 100) / 100 < w_lru``): a prefix of 0..99."""
+    return bisect_left(CENTS, w_lru)
 
 
 def replay_one_size(policy: Any, hash_id_lists: Iterable[Sequence[Hashable]], bytes_: int) -> List[int]:
@@ -60,8 +121,8 @@ def replay_one_size(policy: Any, hash_id_lists: Iterable[Sequence[Hashable]], by
     entries, freq, by_freq = policy.entries, policy.freq, policy.by_freq
     contains, to_mru, emit = entries.__contains__, entries.move_to_end, policy.log.append_event
     oldest, get_freq = entries.popitem, freq.get
-    ones = by_freq[1]  # the bucket of new blocks (never removed)
-    ones_to_end = ones.move_to_end
+    ones, stale = policy.ones, policy.ones_stale  # count 1's order (a deque with stale copies), their counts
+    ones_add, ones_pop, stale_count = ones.append, ones.popleft, stale.get
     multiplier, mask = LEHMER_MULTIPLIER, MASK128
     out: List[int] = []  # prefix hits per request
     last_time = 0  # the touch clock at the prompt's last block, bypassed on a miss (0: none)
@@ -70,6 +131,8 @@ def replay_one_size(policy: Any, hash_id_lists: Iterable[Sequence[Hashable]], by
     cur, hits, time, max_f = policy.current_bytes, policy.hits, policy.time, policy.max_freq
     ghost_blocks = policy.ghost_limit // b  # a ghost's bytes are its length times b: over the limit past this
     w_lru, w_lfu, state = policy.w_lru, policy.w_lfu, policy.rand_state
+    lru_below = lru_draws_below(w_lru)  # a draw picks LRU's block when x % 100 is below this
+    bound = policy.key_bound  # an int above it missed never before: in no structure (lecar.py)
     prefix_rules, finished = policy.prefix_rules, policy.finished
     full = cur + b > cap  # the next miss evicts (it stays so: every eviction is followed by an add)
     held = held_f = None  # the LRU block while the experts are known to disagree on it, and its count
@@ -80,29 +143,40 @@ def replay_one_size(policy: Any, hash_id_lists: Iterable[Sequence[Hashable]], by
             if prefix_rules:  # lecar-prefix: its begin_request, and the clock at the prompt's last block
                 if held is not None and held in finished:  # the refresh moves it off the LRU end
                     held = None
+                tail = []  # the finished request's cached blocks of count 1, tail first
                 for key in reversed(finished):  # rule 1: the finished request's blocks, tail first
                     if key in entries:
                         to_mru(key)
                         if key in freq:
                             by_freq[freq[key]].move_to_end(key)
-                        else:  # most blocks: count 1, no look-up of their count
-                            ones_to_end(key)
+                        else:  # most blocks
+                            tail.append(key)
+                refresh_ones(ones, stale, tail)
+                compact_ones(policy)
                 finished = tuple(ids)
                 last_time = time + len(ids) if len(ids) > 1 else 0  # a one-block prompt's block is no "last"
             for key in ids:
                 time += 1
-                if key in entries:  # a hit: the LRU list and the count
+                if key.__class__ is int and key > bound:  # never missed before: no look-ups
+                    bound = key
+                    if time == last_time:  # lecar-prefix: a prompt's missed last block is not cached
+                        emit((skip, key))
+                        continue
+                elif key in entries:  # a hit: the LRU list and the count
                     hits += 1
                     to_mru(key)
                     if key == held:  # no longer the LRU block
                         held = None
-                    f = get_freq(key, 1)
-                    node = by_freq[f]
-                    del node[key]
-                    if f == 1 and not node:  # `ones` ran dry: the LFU expert looks elsewhere
-                        held = None
-                    f += 1
+                    f = get_freq(key, 1) + 1
                     freq[key] = f
+                    if f == 2:  # its copy in count 1's order goes stale
+                        stale[key] = stale_count(key, 0) + 1
+                        if len(ones) > 2 * (len(entries) - len(freq)) + SLACK:
+                            compact_ones(policy)
+                        if len(entries) == len(freq):  # count 1 ran dry: the LFU expert looks elsewhere
+                            held = None
+                    else:
+                        del by_freq[f - 1][key]
                     if f > max_f:
                         max_f = f
                         by_freq[f] = OrderedDict.fromkeys((key,))
@@ -110,42 +184,55 @@ def replay_one_size(policy: Any, hash_id_lists: Iterable[Sequence[Hashable]], by
                         by_freq[f][key] = None
                     emit((reuse, key))
                     continue
-                if time == last_time:  # lecar-prefix: a prompt's missed last block is not cached
-                    emit((skip, key))
-                    continue
-                if key in ghost_lru:  # rule 4: LRU's regret
-                    w_lru, w_lfu = regret(w_lru, w_lfu, lr, dr ** (time - ghost_lru.pop(key)[1]))
-                elif key in ghost_lfu:
-                    w_lfu, w_lru = regret(w_lfu, w_lru, lr, dr ** (time - ghost_lfu.pop(key)[1]))
+                else:
+                    if key.__class__ is not int:  # a bool, a float, a numpy int may equal an int key
+                        bound = math.inf
+                    if time == last_time:
+                        emit((skip, key))
+                        continue
+                    if key in ghost_lru:  # rule 4: LRU's regret
+                        w_lru, w_lfu = regret(w_lru, w_lfu, lr, dr ** (time - ghost_lru.pop(key)[1]))
+                        lru_below = lru_draws_below(w_lru)
+                    elif key in ghost_lfu:
+                        w_lfu, w_lru = regret(w_lfu, w_lru, lr, dr ** (time - ghost_lfu.pop(key)[1]))
+                        lru_below = lru_draws_below(w_lru)
                 if full:  # rule 2: one victim makes room
                     if held is None:  # look at the LRU block
                         old = oldest(False)[0]
                         if old not in freq:  # count 1, so the lowest: it heads `ones` too, the experts agree
-                            del ones[old]
+                            front = ones_pop()
+                            if front in stale:
+                                pop_one(ones, stale, front)
                         else:
                             f = freq[old]
-                            low = 1 if ones else next(g for g in range(2, f + 1) if by_freq[g])  # the lowest count
+                            # the lowest count: 1 while a cached block (`old` is out) is not in `freq`
+                            low = 1 if len(entries) >= len(freq) else next(g for g in range(2, f + 1) if by_freq[g])
                             if f == low:  # they agree on a block hit before: nobody remembers it
                                 del by_freq[f][old]
                                 del freq[old]
                             else:  # they disagree: the block goes back to the LRU end and is held there
                                 entries[old] = b
                                 to_mru(old, False)
-                                held, held_f, lfu = old, f, by_freq[low]
+                                held, held_f, lfu = old, f, ones if low == 1 else by_freq[low]
                     if held is not None:  # they disagree: a draw, and the chooser's ghost remembers the victim
                         state = (state * multiplier) & mask
-                        if ((state >> 64) % 100) / 100.0 < w_lru:  # LRU's block
+                        if (state >> 64) % 100 < lru_below:  # LRU's block
                             old, held = held, None
                             del entries[old]
                             del by_freq[held_f][old]
                             del freq[old]
                             ghost = ghost_lru
-                        else:  # LFU's: the first block of the lowest count
+                        elif lfu is ones:  # LFU's: the oldest block of count 1
+                            old = ones_pop()
+                            if old in stale:
+                                old = pop_one(ones, stale, old)
+                            del entries[old]
+                            ghost = ghost_lfu
+                        else:  # LFU's, when count 1 was empty (the new block below refills it)
                             old = lfu.popitem(False)[0]
                             del entries[old]
-                            if lfu is not ones:  # `ones` was empty; the new block below refills it
-                                del freq[old]
-                                lfu = ones
+                            del freq[old]
+                            lfu = ones
                             ghost = ghost_lfu
                         ghost[old] = (b, time)
                         if len(ghost) > ghost_blocks:  # rule 3: over half the capacity
@@ -156,12 +243,12 @@ def replay_one_size(policy: Any, hash_id_lists: Iterable[Sequence[Hashable]], by
                     full = cur + b > cap
                     emit((add, key))
                 entries[key] = b
-                ones[key] = None
+                ones_add(key)
     finally:  # keep the state true even if the replay is interrupted
         policy.current_bytes, policy.hits, policy.time, policy.max_freq = cur, hits, time, max_f
         if entries:  # the lowest count in use, as the hooks keep it
-            policy.min_freq = 1 if ones else next(g for g in range(2, max_f + 1) if by_freq[g])
+            policy.min_freq = 1 if len(entries) > len(freq) else next(g for g in range(2, max_f + 1) if by_freq[g])
         policy.ghost_lru_bytes, policy.ghost_lfu_bytes = len(ghost_lru) * b, len(ghost_lfu) * b
         policy.w_lru, policy.w_lfu, policy.rand_state = w_lru, w_lfu, state
-        policy.finished = finished
+        policy.finished, policy.key_bound = finished, bound
     return out

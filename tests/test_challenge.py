@@ -1,10 +1,12 @@
 """The "beat LRU" challenge: the public/private split, the private bound and the two-column board."""
+import json
 import math
 import random
 
 import pytest
 
-from kvsched_lab.course import challenge as ch, leaderboard as lb
+from kvsched_lab.course import challenge as ch, challenge_cache, leaderboard as lb
+from kvsched_lab.sim import replay_cache
 from kvsched_lab.sim.policies import POLICIES
 from kvsched_lab.sim.traces import Request, save_trace, synthetic_trace
 from policy_helpers import MostRecent
@@ -189,3 +191,86 @@ def test_bad_private_settings_say_what_is_wrong(tmp_path, monkeypatch):
 def test_the_private_generated_workload_differs_in_its_parameters():
     changed = {k for k in ch.PRIVATE_GENERATED if ch.PRIVATE_GENERATED[k] != ch.PUBLIC_GENERATED.get(k)}
     assert {"seed", "session_share", "num_system_prompts", "document_blocks", "mean_gap_ms"} <= changed
+
+
+# -- the replay cache (challenge_cache.py) ---------------------------------------------------------
+@pytest.fixture
+def cache(tmp_path, monkeypatch):
+    folder = tmp_path / "replay-cache"
+    monkeypatch.setenv(replay_cache.ENV, str(folder))
+    return folder
+
+
+def _refuse(*args, **kwargs):
+    raise AssertionError("computed, where the cache holds the result")
+
+
+def test_a_cached_board_equals_an_uncached_one_and_the_next_kernel_reads_it_back(tmp_path, monkeypatch):
+    names = ["lru", "arc", "s3fifo-prefix"]
+    uncached = ch.challenge(names, progress=False)
+    folder = tmp_path / "replay-cache"
+    monkeypatch.setenv(replay_cache.ENV, str(folder))
+    computed = ch.challenge(names, progress=False)
+    jobs = sum(len(w.capacities) for w in ch._private_workloads(None, None))
+    assert len(list(folder.glob("*.json"))) == jobs * (len(names) + 1)  # each policy and the bound, per cell
+    monkeypatch.setattr(ch, "_part_hits", _refuse)
+    monkeypatch.setattr(ch, "bound_hits", _refuse)
+    read_back = ch.challenge(names, progress=False)
+    for board in (computed, read_back):
+        assert board.rows == uncached.rows and board.to_text() == uncached.to_text()
+        assert board.public.results == uncached.public.results and board.private.results == uncached.private.results
+
+
+def test_a_learners_policy_is_replayed_every_time(cache, monkeypatch):
+    """A class, or a registry name bound to a class defined outside the library, is never cached."""
+    monkeypatch.setitem(POLICIES, "mine", MostRecent)
+    calls = []
+    real = ch._part_hits
+    monkeypatch.setattr(ch, "_part_hits", lambda spec, *a: calls.append(spec) or real(spec, *a))
+    for _ in range(2):
+        ch.challenge(["lru", MostRecent, "mine"], progress=False)
+    jobs = sum(len(w.capacities) for w in ch._private_workloads(None, None))
+    assert calls.count(MostRecent) == calls.count("mine") == 2 * jobs and calls.count("lru") == jobs
+
+
+def _count(digest, kind="policy", policy="lru", capacity=8, refs=(9, 9)):
+    calls = []
+    challenge_cache.cached_hits(digest, kind, policy, capacity, refs, lambda: calls.append(1) or (3, 4))
+    return len(calls)
+
+
+def test_a_changed_part_policy_kind_or_capacity_misses(cache):
+    parts = ([[1, 2], [3]], [[4]])
+    digest = challenge_cache.parts_digest(*parts)
+    assert _count(digest) == 1 and _count(digest) == 0  # computed once, then read back
+    others = [([[1, 2], [3]], [[5]]), ([[1, 2]], [[3], [4]]), ([[1], [2, 3]], [[4]]), ([[1, 2], ["3"]], [[4]]),
+              ([[2, 1], [3]], [[4]]), ([[1, 2], [3], []], [[4]])]
+    assert len({digest, *(challenge_cache.parts_digest(*o) for o in others)}) == len(others) + 1
+    for other in others:
+        assert _count(challenge_cache.parts_digest(*other)) == 1
+    assert _count(digest, policy="arc") == 1 and _count(digest, capacity=9) == 1
+    assert _count(digest, kind="bound", policy=None) == 1 and _count(digest, kind="bound", policy=None) == 0
+
+
+def test_ids_that_are_not_plain_or_no_folder_are_never_keyed(cache, monkeypatch):
+    for ids in ([1.0], [True], [(1, 2)], [None]):
+        assert challenge_cache.parts_digest([ids], []) is None
+        assert _count(None) == 1 and _count(None) == 1
+    monkeypatch.delenv(replay_cache.ENV)
+    assert challenge_cache.parts_digest([[1]], []) is None
+
+
+@pytest.mark.parametrize("body", [b"not json", b'{"format": "other"}', "wrong key", [3, 4, 5], [3.0, 4],
+                                  [True, 4], [-1, 4], [3, 10], {"public": 3}, None])
+def test_a_corrupt_or_foreign_file_is_recomputed_not_trusted(cache, body):
+    digest = challenge_cache.parts_digest([[1, 2]], [[3]])
+    assert _count(digest, refs=(9, 9)) == 1
+    (target,) = cache.glob("*.json")
+    stored = json.loads(target.read_text())
+    if isinstance(body, bytes):
+        target.write_bytes(body)
+    else:
+        stored["key" if body == "wrong key" else "result"] = "0" * 64 if body == "wrong key" else body
+        target.write_text(json.dumps(stored))
+    assert _count(digest, refs=(9, 9)) == 1  # recomputed ...
+    assert json.loads(target.read_text())["result"] == [3, 4]  # ... and overwritten

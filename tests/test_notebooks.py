@@ -21,7 +21,7 @@ run side by side (the two cores share them; their total is about even):
 The three runs share one ``KVSCHED_REPLAY_CACHE`` folder (tests/conftest.py, with the simulated
 Colab's notebooks): a replay, a tier replay or a serving run of library policies (never a
 learner's class, and never real KV blocks) that two kernels ask for is computed once
-(kvsched_lab/sim/replay.py, kv/tiers/replay.py, sim/serving/server.py).
+(kvsched_lab/sim/replay.py, kv/tiers/replay.py, sim/serving/server.py, course/challenge.py).
 
 The optional ``aging`` TODO (notebook 05, beyond the chapter) takes part in all three like the
 five, with its reference kept in ``solutions/aging.py``; the grader never sees it. The filled run

@@ -27,7 +27,7 @@ tiers, `reveal`), answers.py and answers_io.py (the answers folder; Colab downlo
 predict.py (predict, then run), setup_cell.py (every notebook's first cell), todos.py (finding,
 filling and loading TODO cells), widgets.py and plots.py (the notebooks' widgets and figures), table.py (`lab.table`, `lab.row`, `lab.pad`, `lab.yes_no`),
 leaderboard.py (policies ranked by the share of the LRU-to-Belady gap closed) and challenge.py
-(notebook 07's public and private scores). The course builds on the scheduling lab and the KV machinery, never on grading.
+(notebook 07's public and private scores; challenge_cache.py reads them back from the replay cache). The course builds on the scheduling lab and the KV machinery, never on grading.
 """
 from __future__ import annotations
 

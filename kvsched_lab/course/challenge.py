@@ -16,6 +16,7 @@ import sys
 from dataclasses import dataclass
 from typing import Any, Dict, Hashable, List, Mapping, Optional, Sequence, Tuple, Union
 
+from kvsched_lab.course.challenge_cache import cached_hits, parts_digest
 from kvsched_lab.course.leaderboard import (
     BASELINE, BOUND, Leaderboard, PolicySpec, as_policy_mapping, leaderboard, percent, rank,
 )
@@ -249,7 +250,9 @@ def challenge(policies: Union[Mapping[str, PolicySpec], Sequence[PolicySpec], No
     ones with the cache as the public part left it, so an online policy's public hits are those
     of a replay of the public part alone. `private_trace` (a path or requests; default: the
     file named by ``$KVSCHED_PRIVATE_TRACE``) is scored whole, at `private_capacities`
-    (default ``$KVSCHED_PRIVATE_CAPACITIES``, else 4000 and 8000 blocks).
+    (default ``$KVSCHED_PRIVATE_CAPACITIES``, else 4000 and 8000 blocks). With
+    ``$KVSCHED_REPLAY_CACHE`` set, a library policy's hits and the bound are read back when another
+    kernel computed them (challenge_cache.py).
     """
     named = as_policy_mapping(policies)
     named.pop(BOUND, None)  # the bound is computed per column below, not replayed like a policy
@@ -265,14 +268,18 @@ def challenge(policies: Union[Mapping[str, PolicySpec], Sequence[PolicySpec], No
     for w, cap in jobs:
         public, private = [r.hash_ids for r in w.public], [r.hash_ids for r in w.private]
         refs = {"public": sum(map(len, public)), "private": sum(map(len, private))}
+        digest, most = parts_digest(public, private), (refs["public"], refs["private"])
         hits: Dict[str, Dict[str, int]] = {}
         for label, spec in named.items():
             if bar is not None:
                 bar.set_postfix_str(f"{w.name} {label} @{cap}", refresh=False)
-            hits[label] = dict(zip(("public", "private"), _part_hits(spec, public, private, cap)))
+            found = cached_hits(digest, "policy", spec, cap, most, lambda: _part_hits(spec, public, private, cap))
+            hits[label] = dict(zip(("public", "private"), found))
             if bar is not None:
                 bar.update(1)
-        hits[BOUND] = {"public": bound_hits([], public, cap), "private": bound_hits(public, private, cap)}
+        found = cached_hits(digest, "bound", None, cap, most,
+                            lambda: (bound_hits([], public, cap), bound_hits(public, private, cap)))
+        hits[BOUND] = dict(zip(("public", "private"), found))
         if bar is not None:
             bar.update(1)
         for column in ("public", "private"):

@@ -298,7 +298,8 @@ def test_the_refresh_without_look_ups_is_the_hooks_refresh():
         assert full_state(fast) == full_state(slow)
     # By look-ups: each call's first request (finished in the call before) and a head hit after a miss.
     assert 4 < len(fallbacks) < len(lists) // 5
-    assert fast.hits > 1000 and fast.ghost_lru and fast.ghost_lfu and any(len(set(ids)) < len(ids) for ids in lists)
+    assert fast.hits > 1000 and fast.ghost_lru and fast.ghost_lfu
+    assert any(len(set(ids)) < len(ids) for ids in lists)  # a head block twice
 
 
 def test_the_refresh_by_look_ups_when_a_request_may_lose_a_block_or_hit_after_a_miss():

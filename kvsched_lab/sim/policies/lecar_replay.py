@@ -29,8 +29,9 @@ A draw is compared as the integer ``x % 100`` against the count of hundredths be
 With ``prefix_rules`` (lecar-prefix) it is also `PrefixLeCaRPolicy.begin_request` and its bypass
 of a prompt's last block. The refresh of a request that ran in this loop, was hit on its head only
 and could not lose a block (its length within the cache's blocks of count 1) needs no look-ups:
-its blocks' places follow from the counts (12,006 of the bench's 12,031 requests). tests/test_policy_lecar.py and tests/test_policies.py check that this
-loop and the hooks give the same prefix hits, log, entries, weights and draws.
+its blocks' places follow from the counts (12,006 of the bench's 12,031 requests).
+tests/test_policy_lecar.py and tests/test_policies.py check that this loop and the hooks give the
+same prefix hits, log, entries, weights and draws.
 """
 from __future__ import annotations
 
@@ -137,7 +138,8 @@ def replay_one_size(policy: Any, hash_id_lists: Iterable[Sequence[Hashable]], by
     bound = policy.key_bound  # an int above it missed never before: in no structure (lecar.py)
     prefix_rules, finished = policy.prefix_rules, policy.finished
     blocks = cap // b  # the cache's length at every eviction
-    request_hits = head = None  # `hits` when `finished` began (None: unknown or it may lose a block), its prefix hits
+    # `hits` when `finished` began (None: unknown, or it may lose a block), and its prefix hits
+    request_hits = head = None
     full = cur + b > cap  # the next miss evicts (it stays so: every eviction is followed by an add)
     held = held_f = None  # the LRU block while the experts are known to disagree on it, and its count
     lfu = ones  # the LFU expert's bucket while `held` is set
@@ -160,7 +162,7 @@ def replay_one_size(policy: Any, hash_id_lists: Iterable[Sequence[Hashable]], by
                         ones.extend([*starmap(ones.pop, repeat((), m))])
                     if len(ones) > 2 * (len(entries) - len(freq)) + SLACK:
                         compact_ones(policy)
-                else:  # the hooks' refresh, by look-ups: a request of an earlier call, or one that may have lost a block
+                else:  # the hooks' refresh: a request of an earlier call, or one that may have lost a block
                     if held is not None and held in finished:  # the refresh moves it off the LRU end
                         held = None
                     policy._refresh_tail_first(finished)

@@ -261,3 +261,62 @@ def test_count_1s_order_is_rebuilt_when_stale_copies_pile_up(name):
         longest = max(longest, len(fast.ones))
         assert len(fast.ones) <= 2 * (len(fast.entries) - len(fast.freq)) + SLACK + 1
     assert longest > SLACK // 2  # stale copies did pile up (3,000 without the rebuild)
+
+
+def conversation_requests(seed, n):
+    """Chats: a turn re-sends its chat's last prompt but the bypassed last block, plus 1-4 new
+    blocks (now and then a head block twice); a new chat one turn in three."""
+    rng, chats, lists, new = random.Random(seed), [], [], iter(range(10**6))
+    for _ in range(n):
+        if not chats or rng.random() < 0.3:
+            chats.append([])
+        chat = rng.choice(chats)
+        head = chat[:-1] + (chat[:1] if len(chat) > 1 and rng.random() < 0.1 else [])
+        chat[:] = head[-10:] + [next(new) for _ in range(rng.randint(1, 4))]  # at most 14 blocks
+        lists.append(list(chat))
+    return lists
+
+
+def counting_refreshes_by_look_ups(policy):
+    """How often `policy`'s fast loop refreshes a finished request by look-ups (the hooks' refresh)."""
+    calls = []
+    real = policy._refresh_tail_first
+    policy._refresh_tail_first = lambda ids: calls.append(1) or real(ids)
+    return calls
+
+
+def test_the_refresh_without_look_ups_is_the_hooks_refresh():
+    """A request whose head was hit and the rest missed, on a cache where it cannot lose a block
+    (its length within the blocks of count 1), is refreshed from its counts alone: the same
+    log and state as the hooks, with head blocks twice, bypassed and cached last blocks, mixed
+    with requests refreshed by look-ups."""
+    lists = conversation_requests(9, 1200)
+    fast, slow = make_policy("lecar-prefix", 120), make_policy("lecar-prefix", 120)
+    fallbacks = counting_refreshes_by_look_ups(fast)
+    for i in range(0, len(lists), 300):
+        assert fast.replay_requests(lists[i:i + 300], 1) == replay_by_touch(slow, lists[i:i + 300], 1)
+        assert full_state(fast) == full_state(slow)
+    # By look-ups: each call's first request (finished in the call before) and a head hit after a miss.
+    assert 4 < len(fallbacks) < len(lists) // 5
+    assert fast.hits > 1000 and fast.ghost_lru and fast.ghost_lfu
+    assert any(len(set(ids)) < len(ids) for ids in lists)  # a head block twice
+
+
+def test_the_refresh_by_look_ups_when_a_request_may_lose_a_block_or_hit_after_a_miss():
+    """Capacity 4. [a, p, q, r, s, t]: a is hit, then p, q, r evict the last request's other
+    blocks and s evicts a itself (the experts disagree and the draw, 0.97 < w_lru 0.99, picks
+    LRU's): a request longer than the cache's blocks of count 1 is refreshed by look-ups. Capacity 20: so is
+    [c, a, b, y], short, but a and b are hit after c missed; [a, b, x] before it is not."""
+    lists = [["a", "b", "c", "d", "x"], ["a", "p", "q", "r", "s", "t"], ["c", "s", "t", "u"], ["u"], ["v"]]
+    fast, slow = make_policy("lecar-prefix", 4), make_policy("lecar-prefix", 4)
+    for policy in (fast, slow):
+        policy.w_lru, policy.w_lfu = 0.99, 0.01
+    assert fast.replay_requests(lists, 1) == replay_by_touch(slow, lists, 1)
+    assert full_state(fast) == full_state(slow)
+    assert "evict:a" in list(fast.log)[:14] and list(fast.ghost_lru) == ["a"]
+    lists = [["a", "b", "x"], ["c", "a", "b", "y"], ["z"]]
+    fast, slow = make_policy("lecar-prefix", 20), make_policy("lecar-prefix", 20)
+    fallbacks = counting_refreshes_by_look_ups(fast)
+    assert fast.replay_requests(lists, 1) == replay_by_touch(slow, lists, 1) == [0, 0, 0]
+    assert full_state(fast) == full_state(slow)
+    assert len(fallbacks) == 2  # the first request's (nothing finished) and [c, a, b, y]'s

@@ -257,9 +257,14 @@ class RepeatS3FIFOPolicy(PromptAwarePolicy):
                                             break
                                     size = entries.pop(old)
                                 ghost[old] = size  # a cached key is never in G: a miss takes it out
-                                ghost_bytes += size
-                                while ghost_bytes > ghost_target:
-                                    ghost_bytes -= forget(False)[1]
+                                if ghost_bytes + size <= ghost_target:  # G not full yet
+                                    ghost_bytes += size
+                                else:
+                                    gone = forget(False)[1]
+                                    if gone != size:  # sizes differ: G may need more room, or have some left
+                                        ghost_bytes += size - gone
+                                        while ghost_bytes > ghost_target:
+                                            ghost_bytes -= forget(False)[1]
                                 if size == bytes_:  # the usual case: room made, the cache stays as full
                                     break
                                 cur -= size

@@ -229,9 +229,9 @@ class RepeatS3FIFOPolicy(PromptAwarePolicy):
                         emit((skip, key))
                         continue
                     else:
-                        ghost_size = unghost(key) if key in ghost else None  # most misses are new: test first
-                        if ghost_size is not None:
-                            ghost_bytes -= ghost_size
+                        to_main = key in ghost  # remembered by G; most misses are new: test first
+                        if to_main:
+                            ghost_bytes -= unghost(key)
                         if cur > room:
                             while True:
                                 if small and (small_bytes >= small_target or not main):
@@ -277,7 +277,7 @@ class RepeatS3FIFOPolicy(PromptAwarePolicy):
                             cur += bytes_
                             emit((add, key))
                         entries[key] = bytes_
-                        if ghost_size is None:
+                        if not to_main:
                             small[key] = (request, depth)
                             small_bytes += bytes_
                             continue

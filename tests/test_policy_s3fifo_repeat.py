@@ -122,6 +122,22 @@ def test_fast_replay_equals_touch_loop_on_a_long_run():
     assert len(fast.ghost) > 0 and fast.num_records <= 2 * len(fast.main) + 64
 
 
+def test_fast_replay_equals_touch_loop_when_victims_differ_in_size():
+    # Blocks cached by hand with other sizes: the loop's usual case (a victim of the new block's
+    # size makes room, the bytes unchanged) must not be taken for them, one victim may not do.
+    rng = random.Random(5)
+    lists = [[rng.randrange(80) for _ in range(rng.randint(1, 8))] for _ in range(600)]
+    fast, slow = RepeatS3FIFOPolicy(40), RepeatS3FIFOPolicy(40)
+    for p in (fast, slow):
+        for i, size in enumerate([1, 3, 5, 2, 4, 1, 3] * 4):
+            p.touch(1000 + i, size, depth=i % 5 + 1)
+    assert fast.replay_requests(lists, 2) == replay_by_touch(slow, lists, 2)
+    assert state(fast) == state(slow)
+    assert ("evict", 1001) in list(fast.log.events()) and fast.current_bytes == slow.current_bytes <= 40
+    assert fast.replay_requests(lists, 3) == replay_by_touch(slow, lists, 3)  # the usual case, another size
+    assert state(fast) == state(slow)
+
+
 def test_a_repeat_is_a_prompt_whose_blocks_but_the_last_are_known():
     p = RepeatS3FIFOPolicy(100)
     p.replay_requests([[1, 2, 3, 4]], 1)  # 4, the last block, is bypassed but remembered

@@ -209,8 +209,8 @@ class RepeatS3FIFOPolicy(PromptAwarePolicy):
                         break
                 rank_bits = (request if repeat else request - bonus) << 56  # `order`, inlined
                 last_depth = len(ids) if len(ids) > 1 else 0
+                time += len(ids)
                 for depth, key in enumerate(ids, 1):
-                    time += 1
                     if depth <= n or key in entries:
                         hits += 1
                         emit((reuse, key))
@@ -229,16 +229,16 @@ class RepeatS3FIFOPolicy(PromptAwarePolicy):
                         emit((skip, key))
                         continue
                     else:
-                        ghost_size = unghost(key) if key in ghost else None  # most misses are new: test first
-                        if ghost_size is not None:
-                            ghost_bytes -= ghost_size
+                        to_main = key in ghost  # remembered by G; most misses are new: test first
+                        if to_main:
+                            ghost_bytes -= unghost(key)
                         if cur > room:
                             while True:
                                 if small and (small_bytes >= small_target or not main):
                                     old, (old_request, old_depth) = oldest_small(False)
-                                    small_bytes -= entries[old]
                                     if old in small_hit:  # touched again while in S: promote to M
                                         small_hit.discard(old)
+                                        small_bytes -= entries[old]
                                         seq += 1
                                         main[old] = o = order(old_request, old_depth, seq)
                                         owner[o] = old
@@ -246,6 +246,8 @@ class RepeatS3FIFOPolicy(PromptAwarePolicy):
                                         if len(heap) > 2 * len(main) + 64:
                                             self._compact()
                                         continue
+                                    size = entries.pop(old)
+                                    small_bytes -= size
                                 else:  # M's lowest live record (`_pop_main`)
                                     while True:
                                         o = pop(heap)
@@ -253,21 +255,29 @@ class RepeatS3FIFOPolicy(PromptAwarePolicy):
                                         if main.get(old) == o:
                                             del main[old]
                                             break
-                                size = entries.pop(old)
-                                cur -= size
+                                    size = entries.pop(old)
                                 ghost[old] = size  # a cached key is never in G: a miss takes it out
-                                ghost_bytes += size
-                                while ghost_bytes > ghost_target:
-                                    ghost_bytes -= forget(False)[1]
+                                if ghost_bytes + size <= ghost_target:  # G not full yet
+                                    ghost_bytes += size
+                                else:
+                                    gone = forget(False)[1]
+                                    if gone != size:  # sizes differ: G may need more room, or have some left
+                                        ghost_bytes += size - gone
+                                        while ghost_bytes > ghost_target:
+                                            ghost_bytes -= forget(False)[1]
+                                if size == bytes_:  # the usual case: room made, the cache stays as full
+                                    break
+                                cur -= size
                                 if cur <= room:
+                                    cur += bytes_
                                     break
                                 emit((evict, old))  # sizes differ: more victims to come
                             emit((evict, old, add, key))  # the last victim and the add, in one call
                         else:
+                            cur += bytes_
                             emit((add, key))
                         entries[key] = bytes_
-                        cur += bytes_
-                        if ghost_size is None:
+                        if not to_main:
                             small[key] = (request, depth)
                             small_bytes += bytes_
                             continue
@@ -279,7 +289,7 @@ class RepeatS3FIFOPolicy(PromptAwarePolicy):
                     if len(heap) > 2 * len(main) + 64:
                         self._compact()
                 self.repeat = repeat
-        finally:  # keep the counters true even if the replay is interrupted
+        finally:  # keep the counters true (`time` to the request begun) even if the replay is interrupted
             self.current_bytes, self.hits, self.time = cur, hits, time
             self.small_bytes, self.ghost_bytes, self.request, self.seq = small_bytes, ghost_bytes, request, seq
         return out

@@ -239,31 +239,39 @@ def _count(digest, kind="policy", policy="lru", capacity=8, refs=(9, 9)):
     return len(calls)
 
 
+def _digest(public, private):
+    """`parts_digest` of two parts given as block-id lists, a request each, numbered in time across
+    both (as a trace cut in two): moving a request from one part to the other changes only the cut."""
+    stamps = iter(range(len(public) + len(private)))
+    return challenge_cache.parts_digest(*([Request(next(stamps), 512, 1, tuple(ids)) for ids in part]
+                                          for part in (public, private)))
+
+
 def test_a_changed_part_policy_kind_or_capacity_misses(cache):
     parts = ([[1, 2], [3]], [[4]])
-    digest = challenge_cache.parts_digest(*parts)
+    digest = _digest(*parts)
     assert _count(digest) == 1 and _count(digest) == 0  # computed once, then read back
     others = [([[1, 2], [3]], [[5]]), ([[1, 2]], [[3], [4]]), ([[1], [2, 3]], [[4]]), ([[1, 2], ["3"]], [[4]]),
               ([[2, 1], [3]], [[4]]), ([[1, 2], [3], []], [[4]])]
-    assert len({digest, *(challenge_cache.parts_digest(*o) for o in others)}) == len(others) + 1
+    assert len({digest, *(_digest(*o) for o in others)}) == len(others) + 1
     for other in others:
-        assert _count(challenge_cache.parts_digest(*other)) == 1
+        assert _count(_digest(*other)) == 1
     assert _count(digest, policy="arc") == 1 and _count(digest, capacity=9) == 1
     assert _count(digest, kind="bound", policy=None) == 1 and _count(digest, kind="bound", policy=None) == 0
 
 
 def test_ids_that_are_not_plain_or_no_folder_are_never_keyed(cache, monkeypatch):
     for ids in ([1.0], [True], [(1, 2)], [None]):
-        assert challenge_cache.parts_digest([ids], []) is None
+        assert _digest([ids], []) is None
         assert _count(None) == 1 and _count(None) == 1
     monkeypatch.delenv(replay_cache.ENV)
-    assert challenge_cache.parts_digest([[1]], []) is None
+    assert _digest([[1]], []) is None
 
 
 @pytest.mark.parametrize("body", [b"not json", b'{"format": "other"}', "wrong key", [3, 4, 5], [3.0, 4],
                                   [True, 4], [-1, 4], [3, 10], {"public": 3}, None])
 def test_a_corrupt_or_foreign_file_is_recomputed_not_trusted(cache, body):
-    digest = challenge_cache.parts_digest([[1, 2]], [[3]])
+    digest = _digest([[1, 2]], [[3]])
     assert _count(digest, refs=(9, 9)) == 1
     (target,) = cache.glob("*.json")
     stored = json.loads(target.read_text())

@@ -268,7 +268,7 @@ def challenge(policies: Union[Mapping[str, PolicySpec], Sequence[PolicySpec], No
     for w, cap in jobs:
         public, private = [r.hash_ids for r in w.public], [r.hash_ids for r in w.private]
         refs = {"public": sum(map(len, public)), "private": sum(map(len, private))}
-        digest, most = parts_digest(public, private), (refs["public"], refs["private"])
+        digest, most = parts_digest(w.public, w.private), (refs["public"], refs["private"])
         hits: Dict[str, Dict[str, int]] = {}
         for label, spec in named.items():
             if bar is not None:

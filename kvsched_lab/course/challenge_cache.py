@@ -9,8 +9,9 @@ by the next kernel, by the same rules as `replay`:
   not in the key); the bound is library code throughout;
 - the key is a SHA-256 of the bytes of every ``kvsched_lab/sim/**.py`` and of this file and
   challenge.py (the replay protocol, every policy, the warm-up and the bound's renaming), the kind
-  of number, the policy, the capacity, and every block id of both parts, in order; ids that are not
-  plain ints or strings are never keyed;
+  of number, the policy, the capacity, and every request of both parts, in order, as `replay` keys
+  them (`replay_cache.hash_requests`: a request whose fields are not plain ints and strings is never
+  keyed);
 - what is read back is checked: two ints, each at most its part's block references, else it is
   recomputed and overwritten.
 """
@@ -19,27 +20,26 @@ from __future__ import annotations
 import hashlib
 import json
 from pathlib import Path
-from typing import Any, Callable, Hashable, Optional, Sequence, Tuple
+from typing import Any, Callable, Optional, Sequence, Tuple
 
 from kvsched_lab.sim import replay_cache
+from kvsched_lab.sim.traces import Request
 
 COURSE_FILES = tuple(Path(__file__).resolve().parent / name for name in ("challenge.py", "challenge_cache.py"))
 
 
-def parts_digest(public: Sequence[Sequence[Hashable]], private: Sequence[Sequence[Hashable]]) -> Optional[str]:
-    """SHA-256 of the sources and of both parts' block ids, or None when nothing is to be cached
-    (no cache folder, or an id that is not a plain int or string)."""
+def parts_digest(public: Sequence[Request], private: Sequence[Request]) -> Optional[str]:
+    """SHA-256 of the sources and of both parts' requests (`replay_cache.hash_requests`), or None
+    when nothing is to be cached (no cache folder, or a request it does not key)."""
     if replay_cache.cache_folder() is None:
         return None
     h = hashlib.sha256(replay_cache.source_digest().encode())
     for path in COURSE_FILES:
         h.update(hashlib.sha256(path.read_bytes()).digest())
     for part in (public, private):
-        h.update(b"part\n")  # no repr of a tuple starts so: the parts cannot run into each other
-        for ids in part:
-            if not replay_cache.PLAIN.issuperset(map(type, ids)):
-                return None
-            h.update(repr(tuple(ids)).encode())  # a tuple's repr ends where it closes: no separator needed
+        h.update(b"part\n")  # no request's line starts so: the parts cannot run into each other
+        if not replay_cache.hash_requests(h, part):
+            return None
     return h.hexdigest()
 
 

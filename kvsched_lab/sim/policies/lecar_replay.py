@@ -79,6 +79,12 @@ def pop_one(ones: Any, stale: Dict[Hashable, int], key: Hashable) -> Hashable:
         key = ones.popleft()
 
 
+def reverse_newest(ones: Any, n: int) -> None:
+    """The newest `n` copies of the count-1 order `ones` reversed in place: a request's new blocks,
+    added head first, put back tail first (taken off newest first, in C)."""
+    ones.extend([*starmap(ones.pop, repeat((), n))])
+
+
 def refresh_ones(ones: Any, stale: Dict[Hashable, int], keys: List[Hashable]) -> None:
     """lecar-prefix's rule 1 in count 1's order: `keys` (count 1, cached, tail first) to the newest end.
 
@@ -88,9 +94,7 @@ def refresh_ones(ones: Any, stale: Dict[Hashable, int], keys: List[Hashable]) ->
     `keys` included). Otherwise each gets a newer copy, and its old one goes stale."""
     n = len(keys)
     if n and list(islice(reversed(ones), n)) == keys:
-        for _ in keys:
-            ones.pop()
-        ones.extend(keys)
+        reverse_newest(ones, n)
         return
     for key in keys:
         ones.append(key)
@@ -158,10 +162,9 @@ def replay_one_size(policy: Any, hash_id_lists: Iterable[Sequence[Hashable]], by
                         to_mru(key)
                     for key in reversed(finished[:head]):
                         by_freq[freq[key]].move_to_end(key)
-                    if m > 1:  # taken off newest first, put back tail first
-                        ones.extend([*starmap(ones.pop, repeat((), m))])
-                    if len(ones) > 2 * (len(entries) - len(freq)) + SLACK:
-                        compact_ones(policy)
+                    if m > 1:
+                        reverse_newest(ones, m)
+                    compact_ones(policy)
                 else:  # the hooks' refresh: a request of an earlier call, or one that may have lost a block
                     if held is not None and held in finished:  # the refresh moves it off the LRU end
                         held = None

@@ -65,6 +65,8 @@ class Deferred(str):
 
 # Between the items of a list: English ", ", Chinese the enumeration comma.
 LIST_SEPARATORS: Dict[str, str] = {"en": ", ", "zh": "、"}
+# Between items that hold commas of their own: English "; ", Chinese the full-width semicolon.
+SEMICOLONS: Dict[str, str] = {"en": "; ", "zh": "；"}
 
 
 def join(items: Iterable[object], lang: Optional[str] = None) -> str:
@@ -73,16 +75,17 @@ def join(items: Iterable[object], lang: Optional[str] = None) -> str:
 
 
 class Joined(Deferred):
-    """A list of messages (`Deferred` or plain), joined in the language it is rendered in."""
+    """A list of messages (`Deferred` or plain), joined in the language it is rendered in, by
+    `separators` (language -> separator)."""
 
-    def __new__(cls, items: Iterable[object]) -> "Joined":
+    def __new__(cls, items: Iterable[object], separators: Dict[str, str] = LIST_SEPARATORS) -> "Joined":
         items = list(items)
-        self = str.__new__(cls, join(items, "en"))
-        self.template, self.fields, self.items = str(self), {}, items
+        self = str.__new__(cls, separators["en"].join(map(str, items)))
+        self.template, self.fields, self.items, self.separators = str(self), {}, items, separators
         return self
 
     def render(self, lang: str) -> str:
-        return join((i.render(lang) if isinstance(i, Deferred) else i for i in self.items), lang)
+        return self.separators[lang].join(i.render(lang) if isinstance(i, Deferred) else str(i) for i in self.items)
 
 
 class Applied(Deferred):

@@ -36,6 +36,7 @@ from kvsched_lab.grading.classroom.overrides import EXTRA_COLUMNS, Override, app
 from kvsched_lab.grading.release.release_build import WITHHELD_FILES
 from kvsched_lab.grading.batch.options import BatchOptions
 from kvsched_lab.grading.batch.stamp import Stamp
+from kvsched_lab.grading.judging.review_texts import NOT_WRITTEN, review_notes
 from kvsched_lab.grading.judging.submissions import Submission
 from kvsched_lab.grading.judging.unfinished import why_unfinished
 from kvsched_lab.grading.judging.verdict import POINTS, Reference, TodoGrade, judge, validate
@@ -184,7 +185,7 @@ def grade_one(sub: Submission, ref: Reference, workdir: Path, lib: Path, uid: in
             else:
                 review += [r for r in result["review"] if r not in review]
                 if not result["by_harness"]:
-                    review.append(f"the {name} results were not written by the grading harness (rewritten?)")
+                    review.append(NOT_WRITTEN.format(todo=name))
             g.origin = t.origin
             grades[name] = g
     if run is not None and run.over_budget:
@@ -233,7 +234,7 @@ def feedback_text(g: Grade, lang: str = "en", stamp: Optional[Stamp] = None,
     if g.review:
         out += [say(_("## For the instructor")), "",
                 say(_("Review notes from the runtime audit (they do not change the grade): {notes}.",
-                      notes="; ".join(inline(r, 200) for r in g.review))), ""]
+                      notes=review_notes(g.review))), ""]
     if g.skipped:
         out += [say(_("Not read: {files} (larger than {mib} MiB, with no todo: tag in its first {mib} MiB).",
                       files=", ".join(inline(s, 200) for s in g.skipped), mib=MAX_FILE_BYTES >> 20)), ""]

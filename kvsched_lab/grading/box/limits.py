@@ -33,6 +33,10 @@ MAX_PROCESSES = 64  # processes and threads of one sandbox (nbval, its kernel, f
 CPU_CORES = 1.5  # CPU one sandbox may use at once, averaged over a period (a kernel and its child)
 CPU_PERIOD = 1.0  # seconds over which CPU use is measured before throttling
 POLL_SECONDS = 0.25  # how often the fallback looks at the sandbox's processes
+# Why the sandbox was ended for memory, in a grade's review notes (judging/review_texts.py reads them back).
+MEMORY_TOGETHER = ("the sandbox's processes used {used} MiB together, over its {budget} MiB "
+                   "(detached processes or children count too)")
+OUT_OF_MEMORY = "the sandbox ran out of its {budget} MiB (all its processes together)"
 _PAGE = os.sysconf("SC_PAGE_SIZE")
 _TICK = os.sysconf("SC_CLK_TCK")
 
@@ -177,8 +181,7 @@ class BoxWatch:
             rss = sum(_pss(p) or u[0] for p, u in usage)
         self.peak_bytes = max(self.peak_bytes, rss)
         if rss > self.memory_bytes:
-            return (f"the sandbox's processes used {rss >> 20} MiB together, over its {self.memory_bytes >> 20} MiB "
-                    f"(detached processes or children count too)")
+            return MEMORY_TOGETHER.format(used=rss >> 20, budget=self.memory_bytes >> 20)
         self._throttle(now, cpu, pids)
         return None
 
@@ -215,7 +218,7 @@ class BoxWatch:
         except (OSError, ValueError):
             return None
         if events.get("oom_kill", 0) > 0:
-            return f"the sandbox ran out of its {self.memory_bytes >> 20} MiB (all its processes together)"
+            return OUT_OF_MEMORY.format(budget=self.memory_bytes >> 20)
         return None
 
     def kill_all(self) -> None:

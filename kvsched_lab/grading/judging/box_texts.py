@@ -20,7 +20,8 @@ from kvsched_lab.grading.learner.writers import inline
 from kvsched_lab.i18n.messages import Deferred as _  # feedback lines: rendered in --lang's language when written
 
 # What a field of a template may hold where "anything" would be ambiguous.
-FIELD_PATTERNS = {"signal": r"\S+", "status": r"\d+", "count": r"\d+", "todo": r"\w+", "method": r"\w+"}
+FIELD_PATTERNS = {"signal": r"\S+", "status": r"\d+", "count": r"\d+", "todo": r"\w+", "method": r"\w+",
+                  "number": r"\d+", "used": r"\d+", "budget": r"\d+"}
 
 
 def fields(template: str, text: str) -> Optional[Dict[str, str]]:

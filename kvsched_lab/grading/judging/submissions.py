@@ -29,6 +29,9 @@ from kvsched_lab.i18n.messages import Joined, N_
 from kvsched_lab.sim.scheduler import TODO_METHODS
 
 UNTAGGED = N_("not attempted (untagged cell)")  # the method is in a cell that lost its todo: tag
+# A review note: a TODO tagged in cells of different code (the last graded). Stored in English, as
+# every review note is; judging/review_texts.py reads it back into the feedback's language.
+ATTEMPTS = "{todo} has {count} different attempts ({cells}): graded the last, {origin}"
 
 
 @dataclass
@@ -84,8 +87,8 @@ def _from_notebooks(sub: Submission, notebooks: List[Path], stubs: Dict[str, Set
             origin, source = attempted[-1]
             others = [o for o, s in attempted[:-1] if s != source]
             if others:
-                sub.review.append(f"{name} has {len(others) + 1} different attempts ({'; '.join(others[-2:])}; "
-                                  f"{origin}): graded the last, {origin}")
+                sub.review.append(ATTEMPTS.format(todo=name, count=len(others) + 1,
+                                                  cells="; ".join([*others[-2:], origin]), origin=origin))
             sub.todos[name] = _checked(TodoSource("run", "cell", source, origin))
         elif found:
             sub.todos[name] = TodoSource("not attempted", origin=found[-1][0], detail=_("the stub is unchanged"))

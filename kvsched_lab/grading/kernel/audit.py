@@ -34,6 +34,13 @@ WATCHED_EVENTS = {"subprocess.": "started a process", "os.system": "started a pr
                   "sys._current_frames": "read other threads' frames", "sys.addaudithook": "added an audit hook"}
 
 
+# The notes with fields, in their words (judging/review_texts.py reads each back into the feedback's language).
+OPENED = "opened {path}"
+OPENED_MEMORY = "opened process memory for writing ({path})"
+IMPORTS = "imports {module}"
+CLOSED_CHANNEL = "tried to close or redirect the results channel ({call})"
+STARTED_VIA = "started a process ({call})"
+
 # Most serious first: a note starting with one of these ranks by its position (others rank last).
 SEVERITY = ("imports solutions", "tampered", "opened process memory", "imports kvsched_lab.grading",
             "replaced modules", "imports ", "tried to close", "started a process", "forked a process",
@@ -84,7 +91,7 @@ def _refusing(fn: Callable, channel: Channel, note: Callable[[str], None], name:
         else:  # closerange(low, high)
             hits = len(fds) >= 2 and fds[0] <= channel.fd < fds[1]
         if hits:
-            note(f"tried to close or redirect the results channel (os.{name})")
+            note(CLOSED_CHANNEL.format(call=f"os.{name}"))
             raise OSError(9, "Bad file descriptor (the grading harness's results channel)")
         return fn(*args, **kwargs)
     return guarded
@@ -120,7 +127,7 @@ def guard_channel(channel: Channel, note: Callable[[str], None]) -> None:
         fork_exec = _posixsubprocess.fork_exec
 
         def noted(*args: Any, **kwargs: Any) -> Any:
-            note("started a process (_posixsubprocess.fork_exec)")
+            note(STARTED_VIA.format(call="_posixsubprocess.fork_exec"))
             return fork_exec(*args, **kwargs)
 
         _posixsubprocess.fork_exec = noted
@@ -162,13 +169,13 @@ def watch(channel: Channel, allowed_roots: List[str]) -> Callable[[str], None]:
                 flags = args[2] if len(args) > 2 and isinstance(args[2], int) else 0
                 writing = (isinstance(mode, str) and any(c in mode for c in "wax+")) or flags & (os.O_WRONLY | os.O_RDWR)
                 if full.startswith("/proc/") and full.endswith("/mem") and writing:
-                    note(f"opened process memory for writing ({full!r})")
+                    note(OPENED_MEMORY.format(path=repr(full)))
                 elif not full.startswith(roots):
-                    note(f"opened {full!r}")
+                    note(OPENED.format(path=repr(full)))
         elif event == "import":
             name = str(args[0]) if args else ""
             if any(name == w or name.startswith(w + ".") for w in WATCHED_IMPORTS):
-                note(f"imports {name}")
+                note(IMPORTS.format(module=name))
         else:
             for prefix, what in WATCHED_EVENTS.items():
                 if event.startswith(prefix):

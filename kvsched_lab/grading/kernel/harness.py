@@ -59,6 +59,7 @@ _TICK = os.sysconf("SC_CLK_TCK") if hasattr(os, "sysconf") else 100
 CHANNEL_GAP = "tampered with the results channel: lines lost or repeated (closed, redirected, or shared by a fork)"
 CHANNEL_FORGED = "tampered with the results channel: a line the harness did not write"
 CHANNEL_SILENT = "tampered with the results channel: it went silent before the harness finished"
+TAMPERED = "tampered with the grading harness or sys.modules ({names})"
 
 
 # --------------------------------------------------------------------------- kernel side
@@ -195,7 +196,7 @@ def _child(todo: str, kind: str, source: str, start: int, wfd: int) -> None:
             obs = run_case(graded, cases[k])
             changed = tampered(before, fingerprint_modules())
             if changed:
-                note(f"tampered with the grading harness or sys.modules ({', '.join(changed[:3])})")
+                note(TAMPERED.format(names=", ".join(changed[:3])))
             line = json.dumps({"i": k, "obs": obs})
             channel.send({"i": k, "obs": obs} if len(line) <= LINE_CAP else {"i": k, "big": len(line)})
         channel.send({"done": True, "out": sink.total, "head": sink.head})

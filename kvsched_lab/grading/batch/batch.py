@@ -31,7 +31,8 @@ from kvsched_lab.grading.batch.options import BatchOptions
 from kvsched_lab.grading.batch.progress import BatchProgress, is_failure
 from kvsched_lab.grading.batch.shards import Shard, shard_members
 from kvsched_lab.grading.batch.stamp import current_stamp
-from kvsched_lab.grading.judging.submissions import Submission, load
+from kvsched_lab.grading.judging.error_texts import GRADER_FAILURE
+from kvsched_lab.grading.judging.submissions import UNREADABLE, Submission, load
 from kvsched_lab.grading.judging.verdict import Reference, TodoGrade
 from kvsched_lab.grading.learner.writers import bounded
 from kvsched_lab.sim.scheduler import TODO_METHODS
@@ -45,7 +46,7 @@ def _read_learner(learner: Learner, dest: Path, ref: Reference) -> Submission:
         return (Submission(learner.name, path, error=learner.error) if learner.error
                 else load(learner.name, path, ref.stubs))
     except (Exception, RecursionError, MemoryError) as e:  # noqa: B902 - one learner's file, one row
-        return Submission(learner.name, dest, error=f"the submission could not be read ({type(e).__name__})")
+        return Submission(learner.name, dest, error=UNREADABLE.format(error=type(e).__name__))
 
 
 def grade_submissions(paths: Sequence[str], out: Optional[Path] = None, options: BatchOptions = BatchOptions(),
@@ -120,7 +121,7 @@ def grade_submissions(paths: Sequence[str], out: Optional[Path] = None, options:
                 g = grade_one(subs[k], ref, base / f"{k:05d}", lib, uid, options)
             except Exception as e:  # a grader bug on one submission must not sink the batch
                 g = Grade(subs[k].name, {n: TodoGrade("error") for n in TODO_METHODS},
-                          error=f"grader failure: {bounded(repr(e))}", sandboxed=sandboxed)
+                          error=GRADER_FAILURE.format(error=bounded(repr(e))), sandboxed=sandboxed)
             finally:
                 slots.put(slot)
             g.skipped = list(mine[k].skipped)

@@ -36,6 +36,7 @@ from kvsched_lab.grading.classroom.overrides import EXTRA_COLUMNS, Override, app
 from kvsched_lab.grading.release.release_build import WITHHELD_FILES
 from kvsched_lab.grading.batch.options import BatchOptions
 from kvsched_lab.grading.batch.stamp import Stamp
+from kvsched_lab.grading.judging.error_texts import submission_error
 from kvsched_lab.grading.judging.review_texts import NOT_WRITTEN, review_notes
 from kvsched_lab.grading.judging.submissions import Submission
 from kvsched_lab.grading.judging.unfinished import why_unfinished
@@ -212,7 +213,7 @@ def feedback_text(g: Grade, lang: str = "en", stamp: Optional[Stamp] = None,
     out += [line for text in feedback_section(corrections, {n: t.points for n, t in g.todos.items()})
             for line in (say(text), "")]
     if g.error:
-        out += [say(_("This submission could not be graded: {error}.", error=inline(g.error))), ""]
+        out += [say(_("This submission could not be graded: {error}.", error=submission_error(g.error))), ""]
     else:
         out += [say(_("Each TODO is graded alone: only your method is put into a scheduler whose other methods are\n"
                       "the grader's stand-ins, so a mistake in one TODO costs no points in another. The hidden cases\n"

@@ -7,21 +7,22 @@ at import (`RAISED_AT_IMPORT`), why no function could be taken from the code (`N
 the template it was written from and gives the learner a line of its own, a `Deferred` rendered in
 the feedback's language; what the learner's code controls in one (an exception's text) stays data,
 in a code span. A text of no template (a result the harness did not write) is shown as data too.
+`read_back` is that reading for a table of templates (review_texts.py, error_texts.py).
 """
 from __future__ import annotations
 
 import re
-from typing import Dict, Optional
+from typing import Callable, Dict, Mapping, Optional, Sequence, Tuple
 
 from kvsched_lab.grading.kernel.harness import (
     BUDGET_USED, DEFINES, EXITED, IN_A_ROW, KILL_HINTS, KILLED, NO_CLASS, NO_FUNCTION, NO_METHOD, NOT_PLAIN, RAISED_AT_IMPORT,
 )
-from kvsched_lab.grading.learner.writers import inline
+from kvsched_lab.grading.learner.writers import TEXT_CAP, inline
 from kvsched_lab.i18n.messages import Deferred as _  # feedback lines: rendered in --lang's language when written
 
 # What a field of a template may hold where "anything" would be ambiguous.
 FIELD_PATTERNS = {"signal": r"\S+", "status": r"\d+", "count": r"\d+", "todo": r"\w+", "method": r"\w+",
-                  "number": r"\d+", "used": r"\d+", "budget": r"\d+"}
+                  "number": r"\d+", "used": r"\d+", "budget": r"\d+", "most": r"\d+", "mib": r"\d+"}
 
 
 def fields(template: str, text: str) -> Optional[Dict[str, str]]:
@@ -31,6 +32,19 @@ def fields(template: str, text: str) -> Optional[Dict[str, str]]:
                       for i, part in enumerate(parts))
     found = re.fullmatch(pattern, text, flags=re.S)
     return found.groupdict() if found else None
+
+
+def read_back(text: str, fixed: Mapping[str, str], said: Sequence[Tuple[str, Callable[[Dict[str, str]], str]]],
+              limit: int = TEXT_CAP) -> str:
+    """`text` in the grader's words: `fixed`'s for a text of no fields, else those of the first
+    template of `said` it fills (each with the function saying its fields); any other text as data."""
+    if text in fixed:
+        return fixed[text]
+    for template, say in said:
+        found = fields(template, text)
+        if found is not None:
+            return say(found)
+    return inline(text, limit)
 
 
 def how_it_ended(text: str) -> str:

@@ -14,7 +14,7 @@ from __future__ import annotations
 from typing import Callable, Dict, Iterable, List, Tuple
 
 from kvsched_lab.grading.box.limits import MEMORY_TOGETHER, OUT_OF_MEMORY
-from kvsched_lab.grading.judging.box_texts import fields
+from kvsched_lab.grading.judging.box_texts import fields, read_back
 from kvsched_lab.grading.judging.submissions import ATTEMPTS
 from kvsched_lab.grading.kernel.audit import CLOSED_CHANNEL, IMPORTS, OPENED, OPENED_MEMORY, STARTED_VIA
 from kvsched_lab.grading.kernel.harness import CHANNEL_FORGED, CHANNEL_GAP, CHANNEL_SILENT, TAMPERED
@@ -68,13 +68,7 @@ SAID: Tuple[Tuple[str, Callable[[Dict[str, str]], _]], ...] = (
 
 def review_note(text: str) -> str:
     """One review note in words the feedback's language renders (a `Deferred`), else as data."""
-    if text in FIXED_NOTES:
-        return FIXED_NOTES[text]
-    for template, say in SAID:
-        found = fields(template, text)
-        if found is not None:
-            return say(found)
-    return inline(text, 200)
+    return read_back(text, FIXED_NOTES, SAID, 200)
 
 
 def review_notes(notes: Iterable[str]) -> Joined:

@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Dict, List, Set
 
-from kvsched_lab.grading.learner.intake import MAX_FILE_BYTES
+from kvsched_lab.grading.learner.intake import CANNOT_READ, MAX_FILE_BYTES, NO_FILES, NO_SUCH
 from kvsched_lab.grading.learner.learner_files import MAX_NOTEBOOKS, LearnerFileError, notebook_cells, parse_python, read_text
 from kvsched_lab.grading.judging.stubs import class_methods, fingerprint, functions_in
 from kvsched_lab.grading.learner.writers import display_name
@@ -32,6 +32,10 @@ UNTAGGED = N_("not attempted (untagged cell)")  # the method is in a cell that l
 # A review note: a TODO tagged in cells of different code (the last graded). Stored in English, as
 # every review note is; judging/review_texts.py reads it back into the feedback's language.
 ATTEMPTS = "{todo} has {count} different attempts ({cells}): graded the last, {origin}"
+# Why a submission could not be graded, beside intake.py's and learner_files.py's (judging/error_texts.py).
+TOO_MANY_NOTEBOOKS = "the folder holds {count} notebooks (at most {most} are read)"
+UNREADABLE = "the submission could not be read ({error})"  # an exception no check foresaw: its type
+NOT_A_SUBMISSION = "not a notebook, a .py file or a folder of notebooks"
 
 
 @dataclass
@@ -60,7 +64,7 @@ def _syntax_error(e: SyntaxError) -> str:
 
 def _from_notebooks(sub: Submission, notebooks: List[Path], stubs: Dict[str, Set[str]]) -> None:
     if len(notebooks) > MAX_NOTEBOOKS:
-        sub.error = f"the folder holds {len(notebooks)} notebooks (at most {MAX_NOTEBOOKS} are read)"
+        sub.error = TOO_MANY_NOTEBOOKS.format(count=len(notebooks), most=MAX_NOTEBOOKS)
         return
     candidates: Dict[str, List[tuple]] = {name: [] for name in TODO_METHODS}
     untagged: Dict[str, str] = {}
@@ -68,7 +72,8 @@ def _from_notebooks(sub: Submission, notebooks: List[Path], stubs: Dict[str, Set
         try:
             cells = notebook_cells(path.read_bytes(), display_name(path.name))
         except (OSError, LearnerFileError) as e:
-            sub.error = f"cannot read {display_name(path.name)}: {e.strerror}" if isinstance(e, OSError) else str(e)
+            sub.error = (CANNOT_READ.format(file=display_name(path.name), reason=e.strerror) if isinstance(e, OSError)
+                         else str(e))
             return
         for cell in cells:
             names = [t[len("todo:"):] for t in cell.tags if t.startswith("todo:")]
@@ -125,7 +130,7 @@ def _from_py(sub: Submission, path: Path, stubs: Dict[str, Set[str]]) -> None:
     try:
         source = read_text(path, MAX_FILE_BYTES)
     except OSError as e:
-        sub.error = f"cannot read {display_name(path.name)}: {e.strerror}"
+        sub.error = CANNOT_READ.format(file=display_name(path.name), reason=e.strerror)
         return
     except LearnerFileError as e:
         sub.error = str(e)
@@ -161,7 +166,7 @@ def load(name: str, path: Path, stubs: Dict[str, Set[str]]) -> Submission:
     try:
         return _load(name, path, stubs)
     except (Exception, RecursionError, MemoryError) as e:  # a file no check above foresaw: this row only
-        return Submission(name, path, error=f"the submission could not be read ({type(e).__name__})")
+        return Submission(name, path, error=UNREADABLE.format(error=type(e).__name__))
 
 
 def _load(name: str, path: Path, stubs: Dict[str, Set[str]]) -> Submission:
@@ -174,13 +179,13 @@ def _load(name: str, path: Path, stubs: Dict[str, Set[str]]) -> Submission:
         elif len(pys) == 1:
             _from_py(sub, pys[0], stubs)
         else:
-            sub.error = "the folder holds no notebooks and no .py file"
+            sub.error = NO_FILES
     elif path.suffix == ".ipynb" and path.is_file():
         _from_notebooks(sub, [path], stubs)
     elif path.suffix == ".py" and path.is_file():
         _from_py(sub, path, stubs)
     elif not path.exists():
-        sub.error = "no such file or folder"
+        sub.error = NO_SUCH
     else:
-        sub.error = "not a notebook, a .py file or a folder of notebooks"
+        sub.error = NOT_A_SUBMISSION
     return sub

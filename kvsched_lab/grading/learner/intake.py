@@ -36,12 +36,26 @@ from pathlib import Path
 from typing import Collection, List, Tuple
 
 from kvsched_lab.grading.learner.identity import common_root, learner_name, refuse_lookalikes
+from kvsched_lab.grading.learner.learner_files import TOO_LARGE
 from kvsched_lab.grading.learner.writers import display_name
 
 MAX_FILE_BYTES = 4 << 20  # a notebook or .py larger than this is not a plausible submission
 MAX_FILES = 40  # notebooks or .py files in one learner's folder (the course has 10)
 SUFFIXES = (".ipynb", ".py")
 _TODO_TAG = b'"todo:'
+# Why a learner's files were not taken, in its words (judging/error_texts.py reads each back into the
+# feedback's language). `{kind}` is "folder", one of `KINDS`' values or "special file".
+SYMLINK = "{file} is a symbolic link (submissions must be regular files)"
+NO_SUCH = "no such file or folder"
+NOT_GRADABLE = "not a notebook, a .py file or a class folder"  # a file named on the command line
+NOT_REGULAR = "{file} is a {kind}, not a regular file"
+KINDS = {stat.S_IFIFO: "FIFO", stat.S_IFCHR: "device", stat.S_IFBLK: "device", stat.S_IFSOCK: "socket"}
+CANNOT_READ = "cannot read {file}: {reason}"
+BOTH_KINDS = "ambiguous: the folder holds both notebooks and {file}; hand in one or the other (nothing was graded)"
+TOO_MANY_FILES = "the folder holds {count} notebooks and .py files (at most {most})"
+MANY_PYS = "ambiguous: the folder holds {count} .py files ({files}); hand in one"
+NO_FILES = "the folder holds no notebooks and no .py file"
+HOLDS_FOLDERS = " (it holds folders: {folders}; is it a class folder?)"  # after NO_FILES
 
 
 @dataclass
@@ -66,16 +80,15 @@ def _kind(path: Path) -> str:
         return "file"
     if stat.S_ISDIR(mode):
         return "dir"
-    return {stat.S_IFIFO: "FIFO", stat.S_IFCHR: "device", stat.S_IFBLK: "device",
-            stat.S_IFSOCK: "socket"}.get(stat.S_IFMT(mode), "special file")
+    return KINDS.get(stat.S_IFMT(mode), "special file")
 
 
 def _refused(path: Path, kind: str) -> str:
     if kind == "link":
-        return f"{display_name(path.name)} is a symbolic link (submissions must be regular files)"
+        return SYMLINK.format(file=display_name(path.name))
     if kind == "missing":
-        return "no such file or folder"
-    return f"{display_name(path.name)} is a {kind}, not a regular file"
+        return NO_SUCH
+    return NOT_REGULAR.format(file=display_name(path.name), kind="folder" if kind == "dir" else kind)
 
 
 def discover(paths: List[str], check: bool = True) -> List[Learner]:
@@ -90,7 +103,7 @@ def discover(paths: List[str], check: bool = True) -> List[Learner]:
         kind = _kind(path)
         if kind != "dir":
             error = "" if kind == "file" and path.suffix in SUFFIXES else (
-                _refused(path, kind) if kind != "file" else "not a notebook, a .py file or a class folder")
+                _refused(path, kind) if kind != "file" else NOT_GRADABLE)
             out.append(Learner(learner_name(root, arg), path, error))
             continue
         for child in sorted(path.iterdir()):
@@ -135,16 +148,15 @@ def _ambiguous(folder: Path) -> str:
     notebooks = [n for n in names if n.endswith(".ipynb")]
     pys = [n for n in names if n.endswith(".py")]
     if pys and notebooks:
-        return (f"ambiguous: the folder holds both notebooks and {pys[0]}; hand in one or the other "
-                "(nothing was graded)")
+        return BOTH_KINDS.format(file=display_name(pys[0]))
     if len(notebooks) + len(pys) > MAX_FILES:
-        return f"the folder holds {len(notebooks) + len(pys)} notebooks and .py files (at most {MAX_FILES})"
+        return TOO_MANY_FILES.format(count=len(notebooks) + len(pys), most=MAX_FILES)
     if len(pys) > 1:
-        return f"ambiguous: the folder holds {len(pys)} .py files ({', '.join(sorted(pys)[:3])}); hand in one"
+        return MANY_PYS.format(count=len(pys), files=", ".join(map(display_name, sorted(pys)[:3])))
     if not notebooks and not pys:
         inner = [n for n in names if (folder / n).is_dir() and not (folder / n).is_symlink()]
-        more = f" (it holds folders: {', '.join(sorted(inner)[:3])}; is it a class folder?)" if inner else ""
-        return "the folder holds no notebooks and no .py file" + more
+        more = HOLDS_FOLDERS.format(folders=", ".join(map(display_name, sorted(inner)[:3]))) if inner else ""
+        return NO_FILES + more
     return ""
 
 
@@ -157,20 +169,22 @@ def _copy_file(src: Path, dest: Path, skippable: bool = False) -> str:
     try:
         fd = os.open(src, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | getattr(os, "O_NOCTTY", 0))
     except OSError as e:
-        return _refused(src, _kind(src)) if _kind(src) != "file" else f"cannot read {display_name(src.name)}: {e.strerror}"
+        return _refused(src, _kind(src)) if _kind(src) != "file" else CANNOT_READ.format(file=display_name(src.name),
+                                                                                           reason=e.strerror)
+    info = os.fstat(fd)
+    if not stat.S_ISREG(info.st_mode):  # before fdopen, which raises on a folder (a folder named x.ipynb)
+        os.close(fd)
+        return _refused(src, _kind(src))
     with os.fdopen(fd, "rb") as f:
-        info = os.fstat(fd)
-        if not stat.S_ISREG(info.st_mode):
-            return _refused(src, _kind(src))
         if info.st_size > MAX_FILE_BYTES and not skippable:
-            return f"{display_name(src.name)} is larger than {MAX_FILE_BYTES >> 20} MiB"
+            return TOO_LARGE.format(file=display_name(src.name), mib=MAX_FILE_BYTES >> 20)
         data = f.read(MAX_FILE_BYTES + 1)
         if len(data) > MAX_FILE_BYTES:
             # An oversized notebook is skipped (and named) unless its first bytes show a todo: tag. A tag
             # further in is not searched for: the TODO shows as not attempted beside the file's name.
             if skippable and _TODO_TAG not in data:
                 return "skip"
-            return f"{display_name(src.name)} is larger than {MAX_FILE_BYTES >> 20} MiB"
+            return TOO_LARGE.format(file=display_name(src.name), mib=MAX_FILE_BYTES >> 20)
     dest.write_bytes(data)
     return ""
 

@@ -35,12 +35,29 @@ class Cell:
     tags: Tuple[str, ...]
 
 
+# Why a learner's file cannot be read, in its words (judging/error_texts.py reads each back into the
+# feedback's language). `{where}` is `CELL_AT`.
+CELL_AT = "{file}, cell {number}"
+NO_SOURCE = "{where}: its source is neither text nor a list of lines"
+NOT_UTF8 = "{file} is not UTF-8 text"
+JSON_TOO_DEEP = "{file} is JSON nested too deeply to read"
+NOT_JSON = "{file} is not valid JSON ({reason})"
+NOT_NOTEBOOK = "{file} is not a notebook (no list of cells)"
+TOO_MANY_CELLS = "{file} has {count} cells (at most {most} are read)"
+NOT_A_CELL = "{where} is not a cell (a JSON object)"
+NO_CELL_TYPE = "{where} has no cell_type"
+BAD_METADATA = "{where}: its metadata is not a JSON object"
+BAD_TAGS = "{where}: its tags are not a list of strings"
+PYTHON_TOO_DEEP = "{file} is nested too deeply to parse (an expression or block far too long)"
+TOO_LARGE = "{file} is larger than {mib} MiB"
+
+
 def _source(value: object, where: str) -> str:
     if isinstance(value, str):
         return value
     if isinstance(value, list) and all(isinstance(part, str) for part in value):
         return "".join(value)
-    raise LearnerFileError(f"{where}: its source is neither text nor a list of lines")
+    raise LearnerFileError(NO_SOURCE.format(where=where))
 
 
 def notebook_cells(data: bytes, name: str) -> List[Cell]:
@@ -49,31 +66,31 @@ def notebook_cells(data: bytes, name: str) -> List[Cell]:
     try:
         nb = json.loads(data.decode("utf-8"))
     except UnicodeDecodeError:
-        raise LearnerFileError(f"{name} is not UTF-8 text") from None
+        raise LearnerFileError(NOT_UTF8.format(file=name)) from None
     except RecursionError:
-        raise LearnerFileError(f"{name} is JSON nested too deeply to read") from None
+        raise LearnerFileError(JSON_TOO_DEEP.format(file=name)) from None
     except ValueError as e:
-        raise LearnerFileError(f"{name} is not valid JSON ({str(e)[:80]})") from None
+        raise LearnerFileError(NOT_JSON.format(file=name, reason=str(e)[:80])) from None
     if not isinstance(nb, dict) or not isinstance(nb.get("cells"), list):
-        raise LearnerFileError(f"{name} is not a notebook (no list of cells)")
+        raise LearnerFileError(NOT_NOTEBOOK.format(file=name))
     if len(nb["cells"]) > MAX_CELLS:
-        raise LearnerFileError(f"{name} has {len(nb['cells'])} cells (at most {MAX_CELLS} are read)")
+        raise LearnerFileError(TOO_MANY_CELLS.format(file=name, count=len(nb["cells"]), most=MAX_CELLS))
     cells = []
     for i, cell in enumerate(nb["cells"]):
-        where = f"{name}, cell {i + 1}"
+        where = CELL_AT.format(file=name, number=i + 1)
         if not isinstance(cell, dict):
-            raise LearnerFileError(f"{where} is not a cell (a JSON object)")
+            raise LearnerFileError(NOT_A_CELL.format(where=where))
         cell_type = cell.get("cell_type")
         if not isinstance(cell_type, str):
-            raise LearnerFileError(f"{where} has no cell_type")
+            raise LearnerFileError(NO_CELL_TYPE.format(where=where))
         metadata = cell.get("metadata", {})
         if not isinstance(metadata, dict):
-            raise LearnerFileError(f"{where}: its metadata is not a JSON object")
+            raise LearnerFileError(BAD_METADATA.format(where=where))
         tags = metadata.get("tags", [])
         if tags is None:
             tags = []
         if not isinstance(tags, list) or not all(isinstance(t, str) for t in tags):
-            raise LearnerFileError(f"{where}: its tags are not a list of strings")
+            raise LearnerFileError(BAD_TAGS.format(where=where))
         cells.append(Cell(i, cell_type, _source(cell.get("source", ""), where), tuple(tags)))
     return cells
 
@@ -84,16 +101,15 @@ def parse_python(source: str, name: str) -> ast.Module:
     try:
         return ast.parse(source)
     except (RecursionError, MemoryError):
-        raise LearnerFileError(f"{name} is nested too deeply to parse (an expression or block far too long)") \
-            from None
+        raise LearnerFileError(PYTHON_TOO_DEEP.format(file=name)) from None
 
 
 def read_text(path: Path, cap: int) -> str:
     """A copied file's text: at most `cap` bytes, UTF-8 (LearnerFileError otherwise)."""
     data, name = path.read_bytes(), display_name(path.name)
     if len(data) > cap:
-        raise LearnerFileError(f"{name} is larger than {cap >> 20} MiB")
+        raise LearnerFileError(TOO_LARGE.format(file=name, mib=cap >> 20))
     try:
         return data.decode("utf-8")
     except UnicodeDecodeError:
-        raise LearnerFileError(f"{name} is not UTF-8 text") from None
+        raise LearnerFileError(NOT_UTF8.format(file=name)) from None

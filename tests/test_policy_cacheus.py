@@ -103,3 +103,19 @@ def test_draws_owed_while_w_lru_is_over_099_leave_the_generator_where_the_hook_p
     assert fast.replay_requests(lists[head:], 1) == replay_by_touch(slow, lists[head:], 1)
     assert state(fast) == state(slow)
 
+
+
+@pytest.mark.parametrize("lead", ["uncached", "cached"])
+def test_an_unhashable_id_leaves_what_the_hook_path_leaves(lead):
+    """A bad id raises where the loop meets it, the requests and touches before it replayed and its
+    own touch not counted (`touch` refuses it before the clock moves): after a miss on the request's
+    leading id, or in its prefix hits when that id is cached."""
+    fast, slow = make_policy("cacheus", 20), make_policy("cacheus", 20)
+    before = hot_cold_requests(2, 20, 100)
+    first = before[-1][-1] if lead == "cached" else -7
+    bad = before + [[first, ["unhashable"], 2]]
+    with pytest.raises(TypeError):
+        fast.replay_requests(bad, 1)
+    with pytest.raises(TypeError):
+        replay_by_touch(slow, bad, 1)
+    assert state(fast) == state(slow) and fast.time > 0

@@ -138,8 +138,8 @@ def replay_one_size(policy: Any, hash_id_lists: Iterable[Sequence[Hashable]], by
                 n += 1
             out.append(n)
             for key in ids:
-                time += 1
                 if key in entries or key == pending:  # a hit: both experts
+                    time += 1  # (in each branch, after `key` is hashed: an unhashable id leaves the clock)
                     if pending is not None:
                         place(pending)
                         pending = None
@@ -177,6 +177,7 @@ def replay_one_size(policy: Any, hash_id_lists: Iterable[Sequence[Hashable]], by
                         top = key
                     emit((reuse, key))
                 else:
+                    time += 1
                     # Rule 3. A block is in one ghost at most: it enters one only when evicted,
                     # and its miss, before it is cached again, took it out of both.
                     if key in gl_items:

@@ -129,3 +129,38 @@ def test_bad_rules_are_rejected():
         S3FIFORules(promote_hits=4)
     with pytest.raises(TypeError, match="rules must be an S3FIFORules"):
         S3FIFOPolicy(10, rules={"promote_hits": 2})
+
+
+# -- the inlined loop against the hooks, on every field it writes ------------------------------------
+def full_state(policy, lists):
+    """Every field the loop writes; G by what it remembers of the keys in `lists` (its clean-ups
+    may run at other times)."""
+    known = sorted({k for ids in lists for k in ids if not isinstance(k, list)}, key=str)
+    return (list(policy.log.events()), list(policy.entries.items()), policy.snapshot(), policy.current_bytes,
+            policy.time, policy.hits, policy.main_bytes, policy.ghost_clock, policy.has_evicted, dict(policy.freq),
+            [k for k in known if policy.is_ghost(k)])
+
+
+def replay_both(capacity, lists, chunk, warmup=()):
+    """The same requests through the loop and the hooks, `chunk` requests a call, as `replay` splits them."""
+    fast, hooks = S3FIFOPolicy(capacity), S3FIFOPolicy(capacity)
+    for policy in (fast, hooks):
+        policy.schedule(warmup)
+    for start in range(0, len(lists), chunk):
+        part = lists[start:start + chunk]
+        assert fast.replay_requests(part, 1) == replay_by_touch(hooks, part, 1)
+    return fast, hooks
+
+
+@pytest.mark.parametrize("bad", [[5, ["x"]], [5, 6, ["x"], 1000], [1000, ["x"]], [1000, 1001, ["x"], 1002],
+                                 [5, 1000, 1001, 1002, ["x"]], [["x"], 1000, 1001], [1000, 1001, 1002, 1003, ["x"]]])
+def test_an_unhashable_id_stops_the_loop_where_it_stops_the_hooks(bad):
+    """The hooks' replay counts the prefix hits first, so an unhashable id among them (5 and 6 are
+    cached) touches nothing; later, the ids before it are touched and the clock counts them."""
+    lists = [[k] for k in range(1, 30)] + [[5], [6]]
+    fast, hooks = replay_both(10, lists, 60)
+    with pytest.raises(TypeError):
+        fast.replay_requests([bad], 1)
+    with pytest.raises(TypeError):
+        replay_by_touch(hooks, [bad], 1)
+    assert full_state(fast, lists + [bad]) == full_state(hooks, lists + [bad])

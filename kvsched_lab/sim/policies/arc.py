@@ -24,7 +24,7 @@ from itertools import chain
 from typing import Dict, Hashable, Iterable, List, Optional, Sequence, Tuple
 
 from kvsched_lab.sim.events import ADD, EVICT, REUSE, SKIP
-from kvsched_lab.sim.policies.base import Policy, prefix_hits
+from kvsched_lab.sim.policies.base import Policy, hashable_lead, prefix_hits
 
 
 class ARCPolicy(Policy):
@@ -275,14 +275,7 @@ class ARCPolicy(Policy):
                 if bypass and ids[-1] not in entries:  # arc-prefix: a prompt's missed last block is not cached
                     emit((skip, ids[-1]))
         except TypeError:  # an unhashable id raised at its first look-up: only the ids before it were touched
-            before = 0  # the ids before the unhashable one
-            for key in ids:
-                try:
-                    hash(key)
-                except TypeError:
-                    break
-                before += 1
-            time = min(time, begun + before)
+            time = min(time, begun + hashable_lead(ids))
             raise
         finally:  # keep the counters true even if the replay is interrupted
             self.current_bytes, self.hits, self.time, self.p = cur, hits, time, p

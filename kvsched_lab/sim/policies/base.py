@@ -59,6 +59,18 @@ def prefix_hits(contains: Callable[[Hashable], bool], ids: Sequence[Hashable]) -
     return len(list(takewhile(contains, ids)))
 
 
+def hashable_lead(ids: Sequence[Hashable]) -> int:
+    """How many leading ids hash: the touches a request made before an unhashable id stopped it."""
+    n = 0
+    for key in ids:
+        try:
+            hash(key)
+        except TypeError:
+            break
+        n += 1
+    return n
+
+
 def generic_replay_requests(sim: Any, id_lists: Iterable[Sequence[Hashable]], bytes_: int) -> List[int]:
     """Section 3 for any object with ``touch`` and ``entries``: returns prefix hits per request.
 

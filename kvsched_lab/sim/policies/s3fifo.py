@@ -38,18 +38,19 @@ such as 2,005 blocks too, where its ``int(0.9 * capacity)`` ghost is a block sho
    when the capacity is a multiple of 10; ``int(0.1 * capacity)`` is ``capacity // 10``.)
 
 docs/policy-notes.md measures what each rule is worth. The inlined `_replay` runs the course's
-rules; other rules replay through the hooks (the same decisions, a few times slower).
+rules; other rules replay through the hooks (the same decisions, a few times slower). It counts a
+request's prefix hits before touching any block, as the hooks' replay does.
 """
 from __future__ import annotations
 
 from bisect import bisect_left
 from collections import OrderedDict, deque
 from dataclasses import dataclass
-from itertools import islice
+from itertools import islice, takewhile
 from typing import Deque, Dict, Hashable, Iterable, List, Optional, Sequence, Tuple
 
 from kvsched_lab.sim.events import ADD, EVICT, REUSE
-from kvsched_lab.sim.policies.base import Policy
+from kvsched_lab.sim.policies.base import Policy, hashable_lead
 
 MAX_FREQ = 3  # two bits
 
@@ -194,6 +195,7 @@ class S3FIFOPolicy(Policy):
         entries, freq, small, main, ghost = self.entries, self.freq, self.small, self.main, self.ghost
         pop_small, pop_main, push_small, push_main = small.popleft, main.popleft, small.append, main.append
         pop_freq, get_freq, pop_ghost = freq.pop, freq.get, ghost.pop
+        contains = entries.__contains__
         emit = self.log.append_event
         add, evict, reuse, max_freq = ADD, EVICT, REUSE, MAX_FREQ  # locals: faster than globals
         cap, cur, hits, time = self.capacity_bytes, self.current_bytes, self.hits, self.time
@@ -201,20 +203,22 @@ class S3FIFOPolicy(Policy):
         main_bytes, clock, ghost_limit = self.main_bytes, self.ghost_clock, self.ghost_limit
         has_evicted = self.has_evicted
         out: List[int] = []
+        ids: Sequence[Hashable] = ()
+        begun = time  # the clock when the request in progress began
         try:
             for ids in hash_id_lists:
-                n = 0
-                for key in ids:
-                    if key not in entries:
-                        break
+                begun = time
+                # The prefix hits first, as the hooks' replay (an unhashable id among them stops it
+                # here); most requests miss at once, which one look-up shows.
+                n = len(list(takewhile(contains, ids))) if ids and ids[0] in entries else 0
+                out.append(n)
+                hits += n
+                time += len(ids)
+                for key in ids[:n]:
                     f = get_freq(key, 0)
                     if f < max_freq:
                         freq[key] = f + 1
                     emit((reuse, key))
-                    n += 1
-                out.append(n)
-                hits += n
-                time += len(ids)
                 for key in ids[n:]:
                     if key in entries:
                         hits += 1
@@ -265,11 +269,14 @@ class S3FIFOPolicy(Policy):
                     else:  # remembered by G: straight to M
                         push_main(key)
                         main_bytes += bytes_
-                if len(ghost) > ghost_limit:  # checked once a request: G may overshoot by one
+                if len(ghost) > ghost_limit:  # checked once a request: G may overshoot by a request's keys
                     self.ghost_clock = clock
                     self._forget_expired()
                     ghost, ghost_limit = self.ghost, self.ghost_limit
                     pop_ghost = ghost.pop
+        except TypeError:  # an unhashable id raised at its first look-up: only the ids before it were touched
+            time = min(time, begun + hashable_lead(ids))
+            raise
         finally:  # keep the counters true even if the replay is interrupted
             self.current_bytes, self.hits, self.time = cur, hits, time
             self.main_bytes, self.ghost_clock, self.has_evicted = main_bytes, clock, has_evicted

@@ -17,6 +17,7 @@ from typing import Callable, Dict, Mapping, Optional, Sequence, Tuple
 from kvsched_lab.grading.kernel.harness import (
     BUDGET_USED, DEFINES, EXITED, IN_A_ROW, KILL_HINTS, KILLED, NO_CLASS, NO_FUNCTION, NO_METHOD, NOT_PLAIN, RAISED_AT_IMPORT,
 )
+from kvsched_lab.grading.learner.learner_files import CELL_AT
 from kvsched_lab.grading.learner.writers import TEXT_CAP, inline
 from kvsched_lab.i18n.messages import Deferred as _  # feedback lines: rendered in --lang's language when written
 
@@ -45,6 +46,13 @@ def read_back(text: str, fixed: Mapping[str, str], said: Sequence[Tuple[str, Cal
         if found is not None:
             return say(found)
     return inline(text, limit)
+
+
+def cell_words(text: str) -> str:
+    """A cell named as `CELL_AT` writes it ("FILE, cell N"), in the reader's words; else as data."""
+    found = fields(CELL_AT, text)
+    return inline(text) if found is None else _("{file}, cell {number}", file=inline(found["file"]),
+                                                number=found["number"])
 
 
 def how_it_ended(text: str) -> str:

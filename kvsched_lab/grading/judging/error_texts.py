@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from typing import Callable, Dict, Tuple
 
-from kvsched_lab.grading.judging.box_texts import fields, read_back
+from kvsched_lab.grading.judging.box_texts import cell_words, read_back
 from kvsched_lab.grading.judging.submissions import NOT_A_SUBMISSION, TOO_MANY_NOTEBOOKS, UNREADABLE
 from kvsched_lab.grading.learner import intake
 from kvsched_lab.grading.learner import learner_files as lf
@@ -27,13 +27,6 @@ KIND_WORDS: Dict[str, str] = {"folder": _("folder"), "FIFO": _("FIFO"), "device"
                               "special file": _("special file")}
 
 
-def _where(text: str) -> str:
-    """A cell named as learner_files.CELL_AT writes it, in the reader's words (else as data)."""
-    found = fields(lf.CELL_AT, text)
-    return inline(text) if found is None else _("{file}, cell {number}", file=inline(found["file"]),
-                                                number=found["number"])
-
-
 def _kind(text: str) -> str:
     return KIND_WORDS.get(text, inline(text))
 
@@ -41,17 +34,17 @@ def _kind(text: str) -> str:
 # Each template with fields, and the words its fields are said in; a field named `file` or `files`
 # is a learner's name, `reason` the system's words, `error` an exception's type: data, in code spans.
 SAID: Tuple[Tuple[str, Callable[[Dict[str, str]], _]], ...] = (
-    (lf.NO_SOURCE, lambda f: _("{where}: its source is neither text nor a list of lines", where=_where(f["where"]))),
+    (lf.NO_SOURCE, lambda f: _("{where}: its source is neither text nor a list of lines", where=cell_words(f["where"]))),
     (lf.NOT_UTF8, lambda f: _("{file} is not UTF-8 text", file=inline(f["file"]))),
     (lf.JSON_TOO_DEEP, lambda f: _("{file} is JSON nested too deeply to read", file=inline(f["file"]))),
     (lf.NOT_JSON, lambda f: _("{file} is not valid JSON ({reason})", file=inline(f["file"]), reason=inline(f["reason"]))),
     (lf.NOT_NOTEBOOK, lambda f: _("{file} is not a notebook (no list of cells)", file=inline(f["file"]))),
     (lf.TOO_MANY_CELLS, lambda f: _("{file} has {count} cells (at most {most} are read)", file=inline(f["file"]),
                                     count=f["count"], most=f["most"])),
-    (lf.NOT_A_CELL, lambda f: _("{where} is not a cell (a JSON object)", where=_where(f["where"]))),
-    (lf.NO_CELL_TYPE, lambda f: _("{where} has no cell_type", where=_where(f["where"]))),
-    (lf.BAD_METADATA, lambda f: _("{where}: its metadata is not a JSON object", where=_where(f["where"]))),
-    (lf.BAD_TAGS, lambda f: _("{where}: its tags are not a list of strings", where=_where(f["where"]))),
+    (lf.NOT_A_CELL, lambda f: _("{where} is not a cell (a JSON object)", where=cell_words(f["where"]))),
+    (lf.NO_CELL_TYPE, lambda f: _("{where} has no cell_type", where=cell_words(f["where"]))),
+    (lf.BAD_METADATA, lambda f: _("{where}: its metadata is not a JSON object", where=cell_words(f["where"]))),
+    (lf.BAD_TAGS, lambda f: _("{where}: its tags are not a list of strings", where=cell_words(f["where"]))),
     (lf.PYTHON_TOO_DEEP, lambda f: _("{file} is nested too deeply to parse (an expression or block far too long)",
                                      file=inline(f["file"]))),
     (lf.TOO_LARGE, lambda f: _("{file} is larger than {mib} MiB", file=inline(f["file"]), mib=f["mib"])),

@@ -11,10 +11,10 @@ channel, and a note cut at 200 characters fits no template) is shown as data.
 """
 from __future__ import annotations
 
-from typing import Callable, Dict, Iterable, List, Tuple
+from typing import Callable, Dict, Iterable, Tuple
 
 from kvsched_lab.grading.box.limits import MEMORY_TOGETHER, OUT_OF_MEMORY
-from kvsched_lab.grading.judging.box_texts import fields, read_back
+from kvsched_lab.grading.judging.box_texts import cell_words, read_back
 from kvsched_lab.grading.judging.submissions import ATTEMPTS
 from kvsched_lab.grading.kernel.audit import CLOSED_CHANNEL, IMPORTS, OPENED, OPENED_MEMORY, STARTED_VIA
 from kvsched_lab.grading.kernel.harness import CHANNEL_FORGED, CHANNEL_GAP, CHANNEL_SILENT, TAMPERED
@@ -38,12 +38,7 @@ FIXED_NOTES: Dict[str, str] = {
 
 def _cells(text: str) -> Joined:
     """The cells a two-attempts note names ("FILE, cell N; ..."), each in the reader's words."""
-    items: List[object] = []
-    for item in text.split("; "):
-        found = fields("{file}, cell {number}", item)
-        items.append(inline(item) if found is None else _("{file}, cell {number}", file=inline(found["file"]),
-                                                          number=found["number"]))
-    return Joined(items, SEMICOLONS)
+    return Joined(map(cell_words, text.split("; ")), SEMICOLONS)
 
 
 # The notes with fields: each template, and the words its fields are said in.

@@ -46,11 +46,11 @@ from __future__ import annotations
 from bisect import bisect_left
 from collections import OrderedDict, deque
 from dataclasses import dataclass
-from itertools import islice, takewhile
+from itertools import islice
 from typing import Deque, Dict, Hashable, Iterable, List, Optional, Sequence, Tuple
 
 from kvsched_lab.sim.events import ADD, EVICT, REUSE
-from kvsched_lab.sim.policies.base import Policy, hashable_lead
+from kvsched_lab.sim.policies.base import Policy, hashable_lead, prefix_hits
 
 MAX_FREQ = 3  # two bits
 
@@ -208,9 +208,7 @@ class S3FIFOPolicy(Policy):
         try:
             for ids in hash_id_lists:
                 begun = time
-                # The prefix hits first, as the hooks' replay (an unhashable id among them stops it
-                # here); most requests miss at once, which one look-up shows.
-                n = len(list(takewhile(contains, ids))) if ids and ids[0] in entries else 0
+                n = prefix_hits(contains, ids)  # first, as the hooks' replay: an unhashable id among them stops it here
                 out.append(n)
                 hits += n
                 time += len(ids)
